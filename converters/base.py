@@ -1,0 +1,194 @@
+"""The converter contract.
+
+A tool declares, as plain class attributes, what it accepts and produces, its
+category, title, size limit, engines and a typed parameter model. That is
+enough to publish ``/v1/tools``, build the GUI form and validate a job without
+running any conversion code. Engines are imported lazily inside ``convert``.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import re
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+GB = 1024**3
+DEFAULT_MAX_INPUT = 5 * 1000**3  # the contract's "up to 5 GB"
+
+CATEGORIES = ("pdf", "images", "audio", "video", "documents", "ebooks", "ocr", "transcription", "ai")
+
+
+class ConversionError(Exception):
+    """A failure that will fail again on the same input; never retried.
+
+    ``code`` is a stable machine-readable string (``damaged_input``,
+    ``password_protected``, ``input_too_large`` ...); ``message`` is for people.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Cancelled(Exception):
+    """Raised by :meth:`Context.check_cancelled` when the job was cancelled."""
+
+
+class Params(BaseModel):
+    """Base of every tool's parameter model: unknown keys are an error."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class NoParams(Params):
+    pass
+
+
+@dataclass(frozen=True)
+class Engine:
+    """Something a tool needs at run time: a Python module or an executable."""
+
+    name: str
+    module: str | None = None
+    distribution: str | None = None
+    executable: str | None = None
+    install_hint: str = ""
+
+    def available(self) -> bool:
+        if self.module is not None and importlib.util.find_spec(self.module) is None:
+            return False
+        if self.executable is not None and shutil.which(self.executable) is None:
+            return False
+        return True
+
+    def version(self) -> str | None:
+        if self.distribution is None:
+            return None
+        try:
+            return importlib.metadata.version(self.distribution)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+
+@dataclass(frozen=True)
+class InputFile:
+    path: Path
+    format: str  # sniffed from content, one of the catalogue's format ids
+    name: str  # the original name, for display and output naming only
+
+
+@dataclass(frozen=True)
+class ToolEnv:
+    """What the installation gives a tool: where models live and the tool-related settings.
+
+    ``settings`` holds plain values from the user's settings (e.g. ``llm_provider``,
+    ``libreoffice_path``); tools read only the keys they document.
+    """
+
+    models_dir: Path | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Context:
+    """What a running tool receives. Progress and cancellation are explicit."""
+
+    inputs: Sequence[InputFile]
+    params: Any
+    output_format: str
+    out_dir: Path
+    progress: Callable[[float], None] = lambda fraction: None
+    cancelled: Callable[[], bool] = lambda: False
+    notes: list[str] = field(default_factory=list)
+    env: ToolEnv = field(default_factory=ToolEnv)
+
+    def check_cancelled(self) -> None:
+        if self.cancelled():
+            raise Cancelled()
+
+    def output_path(self, stem: str, ext: str) -> Path:
+        """A fresh path in ``out_dir`` named after ``stem`` (sanitised), never clobbering."""
+        base = safe_stem(stem)
+        candidate = self.out_dir / f"{base}.{ext}"
+        n = 2
+        while candidate.exists():
+            candidate = self.out_dir / f"{base}-{n}.{ext}"
+            n += 1
+        return candidate
+
+
+_UNSAFE = re.compile(r"[^\w.\- ()\[\]]+", re.UNICODE)
+
+
+def safe_stem(name: str) -> str:
+    """Reduce a client-given name to something safe as a single path component."""
+    stem = Path(name.replace("\\", "/")).name
+    if "." in stem:
+        stem = stem.rsplit(".", 1)[0]
+    stem = _UNSAFE.sub("_", stem).strip(" ._")
+    return stem[:100] or "output"
+
+
+def scaled(progress: Callable[[float], None], start: float, span: float) -> Callable[[float], None]:
+    """Map a sub-task's 0..1 onto ``start .. start + span`` of the whole."""
+    return lambda fraction: progress(start + span * min(max(fraction, 0.0), 1.0))
+
+
+class Tool:
+    """Base class of every tool. Subclasses set the class attributes and ``convert``.
+
+    Tools that make one output per input override :meth:`convert`; tools that
+    combine their inputs (``merges_inputs = True``) override :meth:`run`.
+    """
+
+    id: ClassVar[str]
+    category: ClassVar[str]
+    title: ClassVar[str]
+    description: ClassVar[str] = ""
+    accepts: ClassVar[tuple[str, ...]]
+    produces: ClassVar[tuple[str, ...]]
+    params: ClassVar[type[Params]] = NoParams
+    engines: ClassVar[tuple[Engine, ...]] = ()
+    max_input_size_bytes: ClassVar[int] = DEFAULT_MAX_INPUT
+    merges_inputs: ClassVar[bool] = False
+    timeout_seconds: ClassVar[float] = 600.0
+    max_inputs: ClassVar[int] = 100
+
+    def available(self, env: ToolEnv | None = None) -> bool:
+        return self.unavailable_reason(env) is None
+
+    def unavailable_reason(self, env: ToolEnv | None = None) -> str | None:
+        """Why the tool cannot run here, in words that say how to fix it; ``None`` when it can.
+
+        Tools whose readiness depends on the installation (a model file, a configured
+        LLM provider) override this and look at ``env``.
+        """
+        missing = [e for e in self.engines if not e.available()]
+        if not missing:
+            return None
+        return "; ".join(f"{e.name} is not installed. {e.install_hint}".strip() for e in missing)
+
+    def precheck(self, inputs: Sequence[InputFile], params: Any, env: ToolEnv | None = None) -> None:
+        """Cheap checks at job creation (e.g. page ranges against a page count).
+
+        Raise :class:`ConversionError` to refuse the job before it is queued; its
+        ``code`` becomes the API's error code (422).
+        """
+
+    def run(self, ctx: Context) -> None:
+        count = len(ctx.inputs)
+        for index, source in enumerate(ctx.inputs):
+            ctx.check_cancelled()
+            self.convert(ctx, source, scaled(ctx.progress, index / count, 1 / count))
+        ctx.progress(1.0)
+
+    def convert(self, ctx: Context, source: InputFile, progress: Callable[[float], None]) -> None:
+        raise NotImplementedError

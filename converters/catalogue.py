@@ -1,0 +1,54 @@
+"""The catalogue: every tool module under ``converters.tools`` that exports ``TOOLS``.
+
+A new tool family slots in by adding a module there; nothing else changes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Iterator
+from functools import cache
+
+from converters import tools as _tools_pkg
+from converters.base import Tool
+
+
+class Catalogue:
+    def __init__(self, tools: list[Tool]) -> None:
+        self._tools = {tool.id: tool for tool in tools}
+        if len(self._tools) != len(tools):
+            raise ValueError("duplicate tool ids in the catalogue")
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(sorted(self._tools.values(), key=lambda t: (t.category, t.id)))
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def get(self, tool_id: str) -> Tool | None:
+        return self._tools.get(tool_id)
+
+    def in_category(self, category: str | None) -> list[Tool]:
+        return [t for t in self if category is None or t.category == category]
+
+    def for_formats(self, formats: set[str]) -> list[Tool]:
+        """The tools that accept every one of ``formats``."""
+        return [t for t in self if formats and formats <= set(t.accepts)]
+
+
+def tool_modules() -> list[str]:
+    return sorted(
+        f"{_tools_pkg.__name__}.{info.name}"
+        for info in pkgutil.iter_modules(_tools_pkg.__path__)
+        if not info.name.startswith("_")
+    )
+
+
+@cache
+def load_catalogue() -> Catalogue:
+    tools: list[Tool] = []
+    for name in tool_modules():
+        module = importlib.import_module(name)
+        tools.extend(getattr(module, "TOOLS", []))
+    return Catalogue(tools)

@@ -1,0 +1,202 @@
+"""Content sniffing: what a file really is, from its bytes, not its name.
+
+The result is one of the catalogue's format ids (``png``, ``pdf``, ``docx`` ...)
+or ``None`` when nothing is recognised. The client's name only decides between
+formats that the bytes cannot tell apart (``md`` vs ``txt`` vs ``csv``), and
+only once the bytes are known to be text.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+HEAD = 4096
+
+MIME_TYPES: dict[str, str] = {
+    "png": "image/png", "jpg": "image/jpeg", "gif": "image/gif", "webp": "image/webp",
+    "avif": "image/avif", "heic": "image/heic", "tiff": "image/tiff", "bmp": "image/bmp",
+    "ico": "image/vnd.microsoft.icon", "svg": "image/svg+xml", "pdf": "application/pdf",
+    "ps": "application/postscript", "zip": "application/zip",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    "odt": "application/vnd.oasis.opendocument.text",
+    "ods": "application/vnd.oasis.opendocument.spreadsheet",
+    "odp": "application/vnd.oasis.opendocument.presentation",
+    "epub": "application/epub+zip", "cbz": "application/vnd.comicbook+zip",
+    "doc": "application/msword", "xls": "application/vnd.ms-excel",
+    "ppt": "application/vnd.ms-powerpoint", "rtf": "application/rtf",
+    "mobi": "application/x-mobipocket-ebook", "azw3": "application/vnd.amazon.ebook",
+    "fb2": "application/x-fictionbook+xml", "xps": "application/oxps",
+    "mp3": "audio/mpeg", "wav": "audio/wav", "flac": "audio/flac", "ogg": "audio/ogg",
+    "opus": "audio/ogg", "m4a": "audio/mp4", "aac": "audio/aac", "aiff": "audio/aiff",
+    "wma": "audio/x-ms-wma", "mp4": "video/mp4", "mov": "video/quicktime",
+    "mkv": "video/x-matroska", "webm": "video/webm", "avi": "video/x-msvideo",
+    "mpeg": "video/mpeg", "flv": "video/x-flv", "wmv": "video/x-ms-wmv", "3gp": "video/3gpp",
+    "m4v": "video/x-m4v", "html": "text/html", "txt": "text/plain", "md": "text/markdown",
+    "csv": "text/csv", "rst": "text/x-rst", "json": "application/json", "xml": "application/xml",
+    "srt": "application/x-subrip", "vtt": "text/vtt", "m3u8": "application/vnd.apple.mpegurl",
+    "ffconcat": "text/plain",
+}
+
+_TEXT_BY_SUFFIX = {
+    ".md": "md", ".markdown": "md", ".csv": "csv", ".rst": "rst", ".json": "json",
+    ".srt": "srt", ".vtt": "vtt", ".txt": "txt", ".text": "txt",
+}
+
+_FTYP_BRANDS = {
+    b"avif": "avif", b"avis": "avif", b"heic": "heic", b"heix": "heic", b"heim": "heic",
+    b"heis": "heic", b"mif1": "heic", b"msf1": "heic", b"M4A ": "m4a", b"M4B ": "m4a",
+    b"M4V ": "m4v", b"M4VH": "m4v", b"qt  ": "mov", b"3gp4": "3gp", b"3gp5": "3gp",
+    b"3gp6": "3gp", b"3g2a": "3gp",
+}
+
+
+def mime_type(fmt: str | None) -> str:
+    return MIME_TYPES.get(fmt or "", "application/octet-stream")
+
+
+def sniff(path: Path, name: str = "") -> str | None:
+    """Return the format id of the file at ``path``, judged by its content."""
+    with open(path, "rb") as f:
+        head = f.read(HEAD)
+    if not head:
+        return None
+    fmt = sniff_bytes(head)
+    if fmt == "zip":
+        return _sniff_zip(path)
+    if fmt == "ole":
+        return _sniff_ole(name)
+    if fmt is None:
+        return _sniff_text(head, name)
+    return fmt
+
+
+def sniff_bytes(head: bytes) -> str | None:  # noqa: C901 - a flat table of signatures
+    """Judge by the first bytes alone; ``zip`` and ``ole`` are containers to look into."""
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "png"
+    if head.startswith(b"\xff\xd8\xff"):
+        return "jpg"
+    if head[:6] in (b"GIF87a", b"GIF89a"):
+        return "gif"
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "webp"
+    if head[:4] == b"RIFF" and head[8:12] == b"WAVE":
+        return "wav"
+    if head[:4] == b"RIFF" and head[8:12] == b"AVI ":
+        return "avi"
+    if head[:4] in (b"II*\x00", b"MM\x00*"):
+        return "tiff"
+    if head[:2] == b"BM" and len(head) > 14:
+        return "bmp"
+    if head[:4] == b"\x00\x00\x01\x00":
+        return "ico"
+    if head[:5] == b"%PDF-":
+        return "pdf"
+    if head[:4] == b"%!PS" or head[:4] == b"\xc5\xd0\xd3\xc6":
+        return "ps"
+    if head[:4] == b"PK\x03\x04":
+        return "zip"
+    if head[:8] == b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1":
+        return "ole"
+    if head[:5] == b"{\\rtf":
+        return "rtf"
+    if head[4:8] == b"ftyp":
+        brand = head[8:12]
+        if brand in _FTYP_BRANDS:
+            return _FTYP_BRANDS[brand]
+        compatible = head[16:64]
+        for known, fmt in _FTYP_BRANDS.items():
+            if known in compatible and fmt in ("avif", "heic"):
+                return fmt
+        return "mp4"
+    if head[:4] == b"\x1a\x45\xdf\xa3":
+        return "webm" if b"webm" in head[:64] else "mkv"
+    if head[:4] == b"fLaC":
+        return "flac"
+    if head[:4] == b"OggS":
+        return "opus" if b"OpusHead" in head[:64] else "ogg"
+    if head[:3] == b"ID3" or (len(head) > 1 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0 and head[1] & 0x06):
+        if head[:3] != b"ID3" and head[1] & 0xF6 == 0xF0:
+            return "aac"  # ADTS
+        return "mp3"
+    if head[:4] == b"FORM" and head[8:12] in (b"AIFF", b"AIFC"):
+        return "aiff"
+    if head[:16] == b"\x30\x26\xb2\x75\x8e\x66\xcf\x11\xa6\xd9\x00\xaa\x00\x62\xce\x6c":
+        return "wmv"  # ASF; told apart from wma by streams, not bytes
+    if head[:3] == b"FLV":
+        return "flv"
+    if head[:4] in (b"\x00\x00\x01\xba", b"\x00\x00\x01\xb3"):
+        return "mpeg"
+    if head[60:68] in (b"BOOKMOBI", b"TEXtREAd"):
+        return "mobi"
+    return None
+
+
+def _sniff_zip(path: Path) -> str:
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = zf.namelist()
+            if "mimetype" in names:
+                info = zf.getinfo("mimetype")
+                if info.file_size < 200:
+                    mimetype = zf.read("mimetype").decode("ascii", "replace").strip()
+                    for fmt in ("epub", "odt", "ods", "odp"):
+                        if mimetype == MIME_TYPES[fmt]:
+                            return fmt
+            if "[Content_Types].xml" in names:
+                if any(n.startswith("word/") for n in names):
+                    return "docx"
+                if any(n.startswith("xl/") for n in names):
+                    return "xlsx"
+                if any(n.startswith("ppt/") for n in names):
+                    return "pptx"
+                if any(n.startswith("Documents/") for n in names):
+                    return "xps"
+            images = [n for n in names if not n.endswith("/")]
+            if images and all(n.lower().endswith((".jpg", ".jpeg", ".png", ".gif", ".webp", ".xml")) for n in images):
+                return "cbz"
+    except (zipfile.BadZipFile, OSError, ValueError):
+        pass
+    return "zip"
+
+
+def _sniff_ole(name: str) -> str:
+    suffix = Path(name).suffix.lower()
+    return {".xls": "xls", ".ppt": "ppt"}.get(suffix, "doc")
+
+
+def _sniff_text(head: bytes, name: str) -> str | None:
+    if b"\x00" in head:
+        return None
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # a real error, not a cut multibyte character
+            try:
+                text = head.decode("utf-16") if head[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
+            except UnicodeDecodeError:
+                return None
+            if not text:
+                return None
+        else:
+            text = head[: exc.start].decode("utf-8")
+    stripped = text.lstrip("\ufeff \t\r\n").lower()
+    if stripped.startswith("#extm3u"):
+        return "m3u8"
+    if stripped.startswith("ffconcat"):
+        return "ffconcat"
+    if stripped.startswith(("<!doctype html", "<html")) or "<html" in stripped[:512]:
+        return "html"
+    if stripped.startswith("<?xml") or stripped.startswith("<svg"):
+        if "<svg" in stripped:
+            return "svg"
+        if "<fictionbook" in stripped:
+            return "fb2"
+        return "xml"
+    suffix = Path(name).suffix.lower()
+    if suffix in (".html", ".htm"):
+        return "html"
+    return _TEXT_BY_SUFFIX.get(suffix, "txt")

@@ -1,0 +1,1 @@
+"""FileKiln launcher: the ``filekiln`` command."""

@@ -1,0 +1,93 @@
+"""Settings: defaults, then ``settings.toml`` in the data dir, then the environment, then flags."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+DEFAULT_PORT = 8741
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "[::1]")
+
+
+def default_data_dir() -> Path:
+    env = os.environ.get("FILEKILN_DATA_DIR")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_data_dir("FileKiln", appauthor=False))
+
+
+def is_loopback_host(host: str) -> bool:
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path = field(default_factory=default_data_dir)
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    workers: int = 2
+    retention_days: float = 7.0
+    strict_auth: bool = False
+    download_ttl_seconds: int = 3600
+    max_upload_bytes: int = 5 * 1000**3
+    rate_limit_per_second: float = 50.0
+    rate_limit_burst: int = 200
+    idempotency_hours: float = 24.0
+    job_memory_limit_mb: int = 4096
+    purge_interval_seconds: float = 600.0
+    poll_interval_seconds: float = 0.05
+    log_level: str = "info"
+
+    @property
+    def base_url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/v1"
+
+    @property
+    def loopback_only(self) -> bool:
+        return is_loopback_host(self.host)
+
+    @property
+    def keys_everywhere(self) -> bool:
+        """Binding beyond loopback requires keys on every call."""
+        return self.strict_auth or not self.loopback_only
+
+    def with_overrides(self, **values: Any) -> Settings:
+        return replace(self, **{k: v for k, v in values.items() if v is not None})
+
+
+def load_settings(data_dir: Path | None = None, **overrides: Any) -> Settings:
+    """Build settings for ``data_dir``: file, then ``FILEKILN_*`` variables, then overrides."""
+    base = Settings(data_dir=(data_dir or default_data_dir()).expanduser().resolve())
+    values: dict[str, Any] = {}
+    settings_file = base.data_dir / "settings.toml"
+    if settings_file.is_file():
+        with open(settings_file, "rb") as f:
+            values.update(tomllib.load(f))
+    for f_ in fields(Settings):
+        env = os.environ.get(f"FILEKILN_{f_.name.upper()}")
+        if env is not None and f_.name != "data_dir":
+            values[f_.name] = env
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    typed: dict[str, Any] = {}
+    for f_ in fields(Settings):
+        if f_.name in values and f_.name != "data_dir":
+            current = getattr(base, f_.name)
+            raw = values[f_.name]
+            if isinstance(current, bool):
+                typed[f_.name] = raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes", "on")
+            else:
+                typed[f_.name] = type(current)(raw)
+    return replace(base, **typed)

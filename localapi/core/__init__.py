@@ -1,0 +1,1 @@
+"""The service core: metadata, files, keys, jobs, queue, retention and signing."""

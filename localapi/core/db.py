@@ -1,0 +1,123 @@
+"""The metadata database: SQLite in WAL mode, one connection per thread."""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+create table if not exists keys (
+    id text primary key, name text not null, prefix text not null,
+    secret_hash text not null unique, created_at real not null,
+    last_used_at real, revoked_at real, daily_job_quota integer
+);
+create table if not exists files (
+    id text primary key, key_id text, original_name text not null, mime_type text not null,
+    format text, size_bytes integer not null, sha256 text, kind text not null,
+    job_id text, created_at real not null, expires_at real not null, deleted_at real
+);
+create index if not exists files_expiry on files (expires_at) where deleted_at is null;
+create table if not exists jobs (
+    id text primary key, key_id text, tool text not null, status text not null,
+    progress integer not null default 0, output_format text, params text not null,
+    input_file_ids text not null, result_file_ids text not null default '[]',
+    bundle_file_id text, error_code text, error_message text, notes text not null default '[]',
+    created_at real not null, started_at real, finished_at real, updated_at real not null,
+    attempts integer not null default 0, worker text, heartbeat_at real
+);
+create index if not exists jobs_key_created on jobs (key_id, created_at, id);
+create index if not exists jobs_status on jobs (status);
+create table if not exists usage (
+    key_id text not null, day text not null, jobs integer not null,
+    primary key (key_id, day)
+);
+create table if not exists idempotency (
+    key_id text not null, idem_key text not null, request_hash text,
+    state text not null, status_code integer, body text, created_at real not null,
+    primary key (key_id, idem_key)
+);
+create table if not exists settings (name text primary key, value text not null);
+"""
+
+
+def new_id(prefix: str) -> str:
+    """``prefix_`` + 128 random bits, URL-safe."""
+    return f"{prefix}_{uuid.UUID(bytes=secrets.token_bytes(16)).hex}"
+
+
+def now() -> float:
+    return time.time()
+
+
+class Database:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self.transaction() as conn:
+            conn.executescript(SCHEMA)
+
+    def connect(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+            conn.row_factory = sqlite3.Row
+            conn.execute("pragma journal_mode=wal")
+            conn.execute("pragma synchronous=normal")
+            conn.execute("pragma busy_timeout=30000")
+            conn.execute("pragma foreign_keys=on")
+            self._local.conn = conn
+        return conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """An immediate (write-locking) transaction."""
+        conn = self.connect()
+        conn.execute("begin immediate")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("rollback")
+            raise
+        conn.execute("commit")
+
+    def one(self, sql: str, *args: Any) -> sqlite3.Row | None:
+        row: sqlite3.Row | None = self.connect().execute(sql, args).fetchone()
+        return row
+
+    def all(self, sql: str, *args: Any) -> list[sqlite3.Row]:
+        return list(self.connect().execute(sql, args).fetchall())
+
+    def execute(self, sql: str, *args: Any) -> int:
+        return self.connect().execute(sql, args).rowcount
+
+    def get_setting(self, name: str, default: str | None = None) -> str | None:
+        row = self.one("select value from settings where name = ?", name)
+        return row["value"] if row else default
+
+    def set_setting(self, name: str, value: str) -> None:
+        self.execute(
+            "insert into settings (name, value) values (?, ?) "
+            "on conflict (name) do update set value = excluded.value",
+            name, value,
+        )
+
+    def setting_once(self, name: str, make: str) -> str:
+        """Store ``make`` under ``name`` unless a value is there already; return the stored one."""
+        self.execute("insert or ignore into settings (name, value) values (?, ?)", name, make)
+        value = self.get_setting(name)
+        assert value is not None
+        return value
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
