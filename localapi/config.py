@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,10 @@ class Settings:
     purge_interval_seconds: float = 600.0
     poll_interval_seconds: float = 0.05
     log_level: str = "info"
+    # tool-related settings (llm_provider, libreoffice_path ...): every other key of settings.toml
+    tools: Mapping[str, Any] = field(default_factory=dict)
+    # per-tool timeout overrides in seconds, e.g. {"video-convert": 7200}
+    tool_timeouts: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def base_url(self) -> str:
@@ -81,9 +86,12 @@ def load_settings(data_dir: Path | None = None, **overrides: Any) -> Settings:
         if env is not None and f_.name != "data_dir":
             values[f_.name] = env
     values.update({k: v for k, v in overrides.items() if v is not None})
-    typed: dict[str, Any] = {}
+    known = {f_.name for f_ in fields(Settings)}
+    typed: dict[str, Any] = {"tools": {k: v for k, v in values.items() if k not in known}}
     for f_ in fields(Settings):
-        if f_.name in values and f_.name != "data_dir":
+        if f_.name == "tool_timeouts" and isinstance(values.get(f_.name), dict):
+            typed[f_.name] = {str(k): float(v) for k, v in values[f_.name].items()}
+        elif f_.name in values and f_.name not in ("data_dir", "tools", "tool_timeouts"):
             current = getattr(base, f_.name)
             raw = values[f_.name]
             if isinstance(current, bool):

@@ -61,8 +61,7 @@ class Database:
         self.path = path
         self._local = threading.local()
         path.parent.mkdir(parents=True, exist_ok=True)
-        with self.transaction() as conn:
-            conn.executescript(SCHEMA)
+        self.connect().executescript(SCHEMA)
 
     def connect(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)

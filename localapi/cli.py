@@ -1,0 +1,316 @@
+"""The ``filekiln`` command line. ``gui`` is supplied by the launcher (the desktop layer)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import logging.handlers
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from localapi import __version__
+from localapi.config import DEFAULT_PORT, Settings, is_loopback_host, load_settings
+
+GuiEntry = Callable[[Settings], int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    data_dir_help = "where FileKiln keeps its database and files (env FILEKILN_DATA_DIR)"
+    parser = argparse.ArgumentParser(prog="filekiln", description="Convert, compress and transform files locally.")
+    parser.add_argument("--data-dir", type=Path, default=None, help=data_dir_help)
+    # accepted after the subcommand too; SUPPRESS keeps it from resetting a value given before it
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", type=Path, default=argparse.SUPPRESS, help=data_dir_help)
+    parser.add_argument("--version", action="version", version=f"FileKiln {__version__}")
+    sub = parser.add_subparsers(dest="command")
+
+    sub.add_parser("gui", parents=[common], help="the desktop app (the default)")
+
+    serve = sub.add_parser("serve", parents=[common], help="the /v1 API plus embedded workers")
+    serve.add_argument("--host", default=None, help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help=f"port (default {DEFAULT_PORT})")
+    serve.add_argument("--workers", type=int, default=None, help="parallel jobs (default 2)")
+
+    worker = sub.add_parser("worker", parents=[common], help="workers only, on the same data dir")
+    worker.add_argument("--workers", type=int, default=None)
+
+    keys = sub.add_parser("keys", parents=[common], help="create, list and revoke API keys")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+    create = keys_sub.add_parser("create", parents=[common])
+    create.add_argument("--name", required=True)
+    create.add_argument("--daily-quota", type=int, default=None)
+    create.add_argument("--json", action="store_true")
+    listing = keys_sub.add_parser("list", parents=[common])
+    listing.add_argument("--json", action="store_true")
+    revoke = keys_sub.add_parser("revoke", parents=[common])
+    revoke.add_argument("id")
+
+    tools = sub.add_parser("tools", parents=[common], help="list the tools")
+    tools.add_argument("--category", default=None)
+    tools.add_argument("--json", action="store_true")
+
+    convert = sub.add_parser("convert", parents=[common], help="convert files here, without a server")
+    convert.add_argument("files", nargs="+", type=Path)
+    convert.add_argument("--tool", required=True)
+    convert.add_argument("--to", dest="output_format", default=None)
+    convert.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    convert.add_argument("--out", type=Path, default=Path("."))
+    return parser
+
+
+def setup_logging(settings: Settings, to_console: bool = True) -> None:
+    logs = settings.data_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    root = logging.getLogger()
+    root.setLevel(settings.log_level.upper())
+    file_handler = logging.handlers.RotatingFileHandler(logs / "filekiln.log", maxBytes=5_000_000, backupCount=3)
+    file_handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root.addHandler(file_handler)
+    if to_console:
+        console = logging.StreamHandler()
+        console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        root.addHandler(console)
+    logging.getLogger("huey").setLevel(logging.WARNING)
+
+
+def main(argv: Sequence[str] | None = None, gui: GuiEntry | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    command = args.command or "gui"
+    overrides: dict[str, Any] = {k: getattr(args, k, None) for k in ("host", "port", "workers")}
+    settings = load_settings(args.data_dir, **overrides)
+    if command == "gui":
+        if gui is None:
+            print("The desktop app is not part of this build; use 'filekiln serve'.", file=sys.stderr)
+            return 2
+        return gui(settings)
+    handlers: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
+        "serve": cmd_serve, "worker": cmd_worker, "keys": cmd_keys, "tools": cmd_tools, "convert": cmd_convert,
+    }
+    return handlers[command](args, settings)
+
+
+def open_service(settings: Settings) -> Any:
+    from localapi.core.service import Service
+
+    return Service.open(settings)
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
+    from localapi.http.app import create_app
+
+    setup_logging(settings)
+    log = logging.getLogger("filekiln")
+    if not is_loopback_host(settings.host):
+        log.warning("binding to %s: FileKiln is reachable from other machines; keys are required on every call",
+                    settings.host)
+    service = open_service(settings)
+    service.start_workers()
+    config = uvicorn.Config(create_app(service), host=settings.host, port=settings.port,
+                            log_level=settings.log_level, access_log=True, timeout_graceful_shutdown=5,
+                            server_header=False, log_config=None)
+    server = uvicorn.Server(config)
+    print(f"FileKiln {__version__} serving {settings.base_url} (data in {settings.data_dir})", flush=True)
+    try:
+        server.run()
+    finally:
+        service.close()
+        print("FileKiln stopped.", flush=True)
+    return 0 if server.started else 1
+
+
+def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    setup_logging(settings)
+    service = open_service(settings)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    service.start_workers()
+    print(f"FileKiln worker running on {settings.data_dir} ({settings.workers} workers)", flush=True)
+    stop.wait()
+    service.close()
+    print("FileKiln worker stopped.", flush=True)
+    return 0
+
+
+def key_json(key: Any) -> dict[str, Any]:
+    from localapi.http.schemas import iso
+
+    return {"id": key.id, "name": key.name, "prefix": key.prefix,
+            "createdAt": iso(key.created_at).isoformat(),  # type: ignore[union-attr]
+            "lastUsedAt": iso(key.last_used_at).isoformat() if key.last_used_at else None,
+            "revokedAt": iso(key.revoked_at).isoformat() if key.revoked_at else None,
+            "dailyJobQuota": key.daily_job_quota}
+
+
+def cmd_keys(args: argparse.Namespace, settings: Settings) -> int:
+    from localapi.core.db import Database
+    from localapi.core.keys import KeyService
+
+    keys = KeyService(Database(settings.data_dir / "filekiln.db"))
+    if args.keys_command == "create":
+        key, secret = keys.create(args.name, args.daily_quota)
+        if args.json:
+            print(json.dumps({**key_json(key), "secret": secret}))
+        else:
+            print(f"Created key {key.id} ({key.name}).\n\n    {secret}\n\n"
+                  "This secret is shown only once. Send it as 'X-API-Key: <secret>'.")
+        return 0
+    if args.keys_command == "list":
+        listed = keys.list()
+        if args.json:
+            print(json.dumps([key_json(k) for k in listed]))
+        else:
+            for k in listed:
+                status = "revoked" if k.revoked_at else "active"
+                quota = k.daily_job_quota if k.daily_job_quota is not None else "unlimited"
+                print(f"{k.id}  {k.prefix}…  {status:8}  quota {quota}  {k.name}")
+        return 0
+    try:
+        key = keys.revoke(args.id)
+    except KeyError:
+        print(f"No key {args.id}.", file=sys.stderr)
+        return 1
+    print(f"Revoked {key.id} ({key.name}).")
+    return 0
+
+
+def cmd_tools(args: argparse.Namespace, settings: Settings) -> int:
+    from localapi.http.routes.tools import tool_out
+
+    service = open_service(settings)
+    listed = [tool_out(service, t) for t in service.catalogue.in_category(args.category)]
+    if args.json:
+        print(json.dumps([t.model_dump(mode="json") for t in listed]))
+    else:
+        for t in listed:
+            mark = "" if t.available else "  (unavailable)"
+            print(f"{t.category:13} {t.id:22} {', '.join(t.accepts)} -> {', '.join(t.produces)}{mark}")
+    return 0
+
+
+def parse_param(text: str) -> tuple[str, Any]:
+    key, sep, raw = text.partition("=")
+    if not sep or not key:
+        raise SystemExit(f"--param takes KEY=VALUE, not {text!r}")
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = raw
+    return key, value
+
+
+def cmd_convert(args: argparse.Namespace, settings: Settings) -> int:
+    from converters.base import InputFile, ToolEnv
+    from converters.catalogue import load_catalogue
+    from converters.sniff import sniff
+    from localapi.core.runner import run_supervised
+
+    tool = load_catalogue().get(args.tool)
+    if tool is None:
+        print(f"No tool {args.tool!r}; see 'filekiln tools'.", file=sys.stderr)
+        return 2
+    env = ToolEnv(models_dir=settings.data_dir / "models", settings=dict(settings.tools))
+    reason = tool.unavailable_reason(env)
+    if reason:
+        print(f"{tool.id} is unavailable: {reason}", file=sys.stderr)
+        return 2
+    params = dict(parse_param(p) for p in args.param)
+    from pydantic import ValidationError
+
+    try:
+        model = tool.params.model_validate(params)
+    except ValidationError as exc:
+        print(f"Invalid params: {exc}", file=sys.stderr)
+        return 2
+    fmt = args.output_format or tool.produces[0]
+    if fmt not in tool.produces:
+        print(f"{tool.id} produces {', '.join(tool.produces)}, not {fmt}.", file=sys.stderr)
+        return 2
+    inputs = []
+    for path in args.files:
+        if not path.is_file():
+            print(f"No file {path}.", file=sys.stderr)
+            return 2
+        kind = sniff(path, path.name)
+        if kind not in tool.accepts:
+            print(f"{path} is {kind or 'of an unknown type'}; {tool.id} accepts {', '.join(tool.accepts)}.",
+                  file=sys.stderr)
+            return 2
+        inputs.append(InputFile(path.resolve(), kind, path.name))
+    from converters.base import ConversionError
+
+    try:
+        tool.precheck(inputs, model, env)
+    except ConversionError as exc:
+        print(f"{exc.code}: {exc.message}", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="filekiln-") as tmp:
+        out_dir = Path(tmp) / "out"
+        out_dir.mkdir()
+        spec = {"tool": tool.id, "params": model.model_dump(mode="json", by_alias=True, exclude_unset=True),
+                "inputs": [{"path": str(i.path), "format": i.format, "name": i.name} for i in inputs],
+                "outputFormat": fmt, "outDir": str(out_dir), "modelsDir": str(env.models_dir),
+                "settings": dict(env.settings), "memoryLimitMb": settings.job_memory_limit_mb}
+        bar = ProgressBar(sys.stderr)
+        interrupted = threading.Event()
+        previous = signal.signal(signal.SIGINT, lambda *_: interrupted.set())
+        try:
+            outcome = run_supervised(spec, log_path=Path(tmp) / "child.log", timeout=tool.timeout_seconds,
+                                     on_progress=bar.update, should_cancel=interrupted.is_set)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        bar.finish(outcome.status == "done")
+        if outcome.status != "done":
+            message = outcome.message or "canceled"
+            print(f"{tool.id} failed: {message} ({outcome.error_code or 'canceled'})", file=sys.stderr)
+            return 1
+        for note in outcome.notes:
+            print(f"note: {note}", file=sys.stderr)
+        for produced in sorted(out_dir.iterdir()):
+            target = unique_target(args.out / produced.name)
+            shutil.move(str(produced), target)
+            print(target)
+    return 0
+
+
+def unique_target(path: Path) -> Path:
+    n = 2
+    candidate = path
+    while candidate.exists():
+        candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
+        n += 1
+    return candidate
+
+
+class ProgressBar:
+    def __init__(self, stream: Any, width: int = 30) -> None:
+        self.stream = stream
+        self.width = width
+        self.started = time.monotonic()
+        self.last = -1
+
+    def update(self, fraction: float) -> None:
+        percent = int(fraction * 100)
+        if percent == self.last:
+            return
+        self.last = percent
+        filled = int(self.width * fraction)
+        self.stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {percent:3d}%")
+        self.stream.flush()
+
+    def finish(self, ok: bool) -> None:
+        if ok:
+            self.update(1.0)
+        self.stream.write(f"  {time.monotonic() - self.started:.1f}s\n")
+        self.stream.flush()

@@ -1,0 +1,155 @@
+"""Uploaded files and results on disk, stored under their ids, never under client names."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from converters.sniff import mime_type, sniff
+from localapi.core.db import Database, new_id, now
+from localapi.core.errors import FileNotFound, FileTooLarge, Gone
+
+CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    id: str
+    key_id: str | None
+    original_name: str
+    mime_type: str
+    format: str | None
+    size_bytes: int
+    sha256: str | None
+    kind: str  # upload | result | bundle
+    job_id: str | None
+    created_at: float
+    expires_at: float
+    deleted_at: float | None
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def display_name(name: str) -> str:
+    """A client-given file name made safe for display and headers: no path, no controls."""
+    name = unicodedata.normalize("NFC", name or "")
+    name = _CONTROL.sub("", name).replace("\\", "/")
+    name = name.rsplit("/", 1)[-1].strip().lstrip(".")
+    if len(name) > 200:
+        stem, dot, ext = name.rpartition(".")
+        name = (stem[: 200 - len(ext) - 1] + dot + ext) if dot and len(ext) <= 10 else name[:200]
+    return name or "file"
+
+
+class UploadSink:
+    """Receives an upload chunk by chunk into a temp file inside the data dir.
+
+    Counts and hashes as it goes and raises :class:`FileTooLarge` the moment the
+    limit is passed; :meth:`discard` removes the partial file.
+    """
+
+    def __init__(self, tmp_dir: Path, limit: int) -> None:
+        self.limit = limit
+        self.size = 0
+        self.hash = hashlib.sha256()
+        self.path = tmp_dir / f"upload-{new_id('tmp')}.part"
+        self._f: IO[bytes] | None = open(self.path, "xb")  # noqa: SIM115 - closed in finish/discard
+
+    def write(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self.size > self.limit:
+            self.discard()
+            raise FileTooLarge(f"The file is larger than the limit of {self.limit} bytes.")
+        assert self._f is not None
+        self.hash.update(chunk)
+        self._f.write(chunk)
+
+    def finish(self) -> None:
+        if self._f is not None:
+            self._f.flush()
+            os.fsync(self._f.fileno())
+            self._f.close()
+            self._f = None
+
+    def discard(self) -> None:
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+        self.path.unlink(missing_ok=True)
+
+
+class FileStore:
+    def __init__(self, db: Database, root: Path, retention_seconds: float) -> None:
+        self.db = db
+        self.root = root
+        self.tmp_dir = root / "tmp"
+        self.retention_seconds = retention_seconds
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.tmp_dir.mkdir(parents=True, exist_ok=True)
+
+    def path_of(self, file_id: str) -> Path:
+        # ids are ours (prefix + hex); anything else never reaches the disk
+        if not re.fullmatch(r"file_[0-9a-f]{32}", file_id):
+            raise FileNotFound(f"No file {file_id!r}.")
+        return self.root / file_id[5:7] / file_id
+
+    def new_sink(self, limit: int) -> UploadSink:
+        return UploadSink(self.tmp_dir, limit)
+
+    def add(
+        self,
+        source: Path,
+        original_name: str,
+        *,
+        key_id: str | None,
+        kind: str,
+        job_id: str | None = None,
+        sha256: str | None = None,
+        move: bool = True,
+        fmt: str | None = None,
+    ) -> StoredFile:
+        """Take ``source`` into the store (atomic rename) and record it."""
+        file_id = new_id("file")
+        target = self.path_of(file_id)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        name = display_name(original_name)
+        fmt = fmt or sniff(source, name)
+        if move:
+            os.replace(source, target)
+        else:
+            tmp = target.with_suffix(".part")
+            shutil.copyfile(source, tmp)
+            os.replace(tmp, target)
+        size = target.stat().st_size
+        created = now()
+        self.db.execute(
+            "insert into files (id, key_id, original_name, mime_type, format, size_bytes, sha256, kind, job_id,"
+            " created_at, expires_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            file_id, key_id, name, mime_type(fmt), fmt, size, sha256, kind, job_id,
+            created, created + self.retention_seconds,
+        )
+        return self.get(file_id, any_owner=True)
+
+    def get(self, file_id: str, *, key_id: str | None = None, include_deleted: bool = False,
+            any_owner: bool = False) -> StoredFile:
+        row = self.db.one("select * from files where id = ?", file_id)
+        if row is None or (not any_owner and row["key_id"] != key_id):
+            raise FileNotFound(f"No file {file_id!r}.")
+        stored = StoredFile(**{k: row[k] for k in row.keys()})
+        if stored.deleted_at is not None and not include_deleted:
+            if stored.expires_at <= stored.deleted_at:
+                raise Gone(f"File {file_id} has expired and was purged.", code="file_expired")
+            raise FileNotFound(f"No file {file_id!r}.")
+        return stored
+
+    def delete(self, file_id: str) -> None:
+        self.db.execute("update files set deleted_at = ? where id = ? and deleted_at is null", now(), file_id)
+        # an open download keeps reading the unlinked inode; nothing is truncated
+        self.path_of(file_id).unlink(missing_ok=True)

@@ -1,0 +1,86 @@
+"""The queue: Huey on SQLite carries "run job X"; the job table decides everything else.
+
+One module owns the Huey instance (built at run time for the chosen data dir);
+the task is registered here and is a few lines: claim, run supervised, record.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from huey import SqliteHuey
+from huey.consumer import Consumer
+
+log = logging.getLogger("filekiln.queue")
+
+TASK_NAME = "run_job"
+
+
+class JobQueue:
+    """Huey instance with the one task FileKiln enqueues."""
+
+    def __init__(self, path: Path, execute: Callable[[str], Any]) -> None:
+        self.huey = SqliteHuey(name="filekiln", filename=str(path), results=False, utc=True, timeout=30)
+
+        @self.huey.task(name=TASK_NAME)
+        def run_job(job_id: str) -> None:
+            execute(job_id)
+
+        self._task = run_job
+
+    def enqueue(self, job_id: str) -> None:
+        self._task(job_id)
+
+    def pending(self) -> int:
+        return int(self.huey.pending_count())
+
+    def flush(self) -> None:
+        self.huey.flush()
+
+
+class _QuietConsumer(Consumer):  # type: ignore[misc]
+    """A consumer that can run in a background thread: no signal handlers."""
+
+    def _set_signal_handlers(self) -> None:
+        pass
+
+
+class WorkerPool:
+    """Worker threads pulling job ids from the queue; each supervises one child process at a time."""
+
+    def __init__(self, queue: JobQueue, workers: int, poll_interval: float,
+                 on_tick: Callable[[], None] | None = None, tick_seconds: float = 10.0) -> None:
+        self.queue = queue
+        self.stopping = threading.Event()
+        # a short, flat polling delay: a job is picked up within ~poll_interval even after a quiet spell
+        self.consumer = _QuietConsumer(
+            queue.huey, workers=max(1, workers), periodic=False, initial_delay=poll_interval,
+            backoff=1.0, max_delay=poll_interval, worker_type="thread", check_worker_health=True,
+        )
+        self._on_tick = on_tick
+        self._tick_seconds = tick_seconds
+        self._ticker: threading.Thread | None = None
+
+    def start(self) -> None:
+        self.consumer.start()
+        if self._on_tick is not None:
+            self._ticker = threading.Thread(target=self._tick_loop, daemon=True, name="filekiln-housekeeping")
+            self._ticker.start()
+
+    def _tick_loop(self) -> None:
+        assert self._on_tick is not None
+        while not self.stopping.wait(self._tick_seconds):
+            try:
+                self._on_tick()
+            except Exception:
+                log.exception("housekeeping failed")
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """Stop taking jobs; running ones are killed and put back in the queue, not lost."""
+        self.stopping.set()
+        self.consumer.shutdown_timeout = timeout
+        self.consumer.stop(graceful=True)

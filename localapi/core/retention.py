@@ -1,0 +1,27 @@
+"""Retention: purge expired files, never those a queued or running job still needs."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from localapi.core.db import Database, now
+from localapi.core.files import FileStore
+
+log = logging.getLogger("filekiln.retention")
+
+
+def purge_expired(db: Database, files: FileStore) -> int:
+    active: set[str] = set()
+    for row in db.all("select input_file_ids from jobs where status in ('QUEUED', 'PROCESSING')"):
+        active.update(json.loads(row["input_file_ids"]))
+    purged = 0
+    for row in db.all("select id from files where deleted_at is null and expires_at <= ?", now()):
+        if row["id"] in active:
+            continue
+        files.delete(row["id"])
+        purged += 1
+    db.execute("delete from idempotency where created_at < ?", now() - 7 * 86400)
+    if purged:
+        log.info("purged %d expired files", purged)
+    return purged

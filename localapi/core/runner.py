@@ -1,0 +1,139 @@
+"""Supervise one conversion in a child process: progress, cancel, timeout, kill."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+CANCEL_CHECK_INTERVAL = 0.2
+
+
+def child_command() -> list[str]:
+    """How to start a conversion child, from a source tree or a frozen build."""
+    if getattr(sys, "frozen", False):
+        return [sys.executable, "_child"]
+    return [sys.executable, "-m", "localapi.core.child"]
+
+
+@dataclass
+class Outcome:
+    status: str  # done | failed | canceled
+    error_code: str | None = None
+    message: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def kill_tree(pid: int) -> None:
+    """Kill a process and everything it started, now."""
+    try:
+        parent = psutil.Process(pid)
+        victims = [parent, *parent.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        victims = []
+    if hasattr(os, "killpg"):
+        try:
+            os.killpg(pid, signal.SIGKILL)  # the child leads its own session
+        except (ProcessLookupError, PermissionError):
+            pass
+    for proc in victims:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(victims, timeout=2)
+
+
+def run_supervised(
+    spec: dict[str, Any],
+    *,
+    log_path: Path,
+    timeout: float,
+    on_progress: Callable[[float], None],
+    should_cancel: Callable[[], bool],
+    on_tick: Callable[[], None] = lambda: None,
+) -> Outcome:
+    """Run ``spec`` in a child process and wait for it, reporting progress as it comes."""
+    messages: queue.Queue[dict[str, Any] | None] = queue.Queue()
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            child_command(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            start_new_session=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    assert proc.stdin is not None and proc.stdout is not None
+    stdout = proc.stdout
+
+    def read() -> None:
+        for line in stdout:
+            try:
+                messages.put(json.loads(line))
+            except ValueError:
+                continue  # stray output from an engine
+        messages.put(None)
+
+    reader = threading.Thread(target=read, daemon=True, name=f"child-{proc.pid}")
+    reader.start()
+    try:
+        proc.stdin.write(json.dumps(spec).encode("utf-8"))
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+
+    deadline = time.monotonic() + timeout
+    final: dict[str, Any] | None = None
+    next_check = 0.0
+    try:
+        while True:
+            try:
+                message = messages.get(timeout=CANCEL_CHECK_INTERVAL / 2)
+            except queue.Empty:
+                message = {}
+            if message is None:
+                break
+            if "progress" in message:
+                on_progress(float(message["progress"]))
+            elif "done" in message or "error" in message:
+                final = message
+            now = time.monotonic()
+            if now >= next_check:
+                next_check = now + CANCEL_CHECK_INTERVAL
+                on_tick()
+                if should_cancel():
+                    kill_tree(proc.pid)
+                    return Outcome("canceled")
+            if now > deadline:
+                kill_tree(proc.pid)
+                return Outcome("failed", "timeout", f"The conversion did not finish within {timeout:.0f} seconds.")
+        proc.wait(timeout=10)
+    except BaseException:
+        kill_tree(proc.pid)
+        raise
+    finally:
+        reader.join(timeout=2)
+        stdout.close()
+
+    if final is not None and final.get("done"):
+        return Outcome("done", notes=[str(n) for n in final.get("notes") or []])
+    if final is not None:
+        code = str(final.get("error"))
+        if code == "canceled":
+            return Outcome("canceled")
+        return Outcome("failed", code, str(final.get("message")))
+    if proc.returncode is not None and proc.returncode < 0 and -proc.returncode == getattr(signal, "SIGKILL", 9):
+        return Outcome("failed", "out_of_memory", "The conversion was stopped: it used too much memory.")
+    return Outcome("failed", "engine_crashed", f"The conversion process exited unexpectedly (code {proc.returncode}).")

@@ -1,0 +1,118 @@
+"""The service: every core collaborator built for one data dir. The GUI, the CLI and
+the HTTP face all talk to this, never to engines directly."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from converters.catalogue import Catalogue, load_catalogue
+from localapi.config import Settings
+from localapi.core.db import Database
+from localapi.core.files import FileStore
+from localapi.core.idempotency import IdempotencyStore
+from localapi.core.jobs import JobService, JobSettings, worker_identity
+from localapi.core.keys import KeyService
+from localapi.core.queue import JobQueue, WorkerPool
+from localapi.core.ratelimit import RateLimiter
+from localapi.core.retention import purge_expired
+from localapi.core.signing import LinkSigner
+
+log = logging.getLogger("filekiln")
+
+
+@dataclass
+class Service:
+    settings: Settings
+    db: Database
+    files: FileStore
+    keys: KeyService
+    jobs: JobService
+    queue: JobQueue
+    signer: LinkSigner
+    idempotency: IdempotencyStore
+    limiter: RateLimiter
+    catalogue: Catalogue
+    worker_id: str = field(default_factory=worker_identity)
+    pool: WorkerPool | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def open(cls, settings: Settings, catalogue: Catalogue | None = None) -> Service:
+        data = settings.data_dir
+        for sub in ("files", "jobs", "models", "logs"):
+            (data / sub).mkdir(parents=True, exist_ok=True)
+        db = Database(data / "filekiln.db")
+        files = FileStore(db, data / "files", settings.retention_days * 86400)
+        catalogue = catalogue or load_catalogue()
+        jobs = JobService(db, files, catalogue, JobSettings(
+            jobs_dir=data / "jobs", models_dir=data / "models",
+            tool_settings=dict(settings.tools), memory_limit_mb=settings.job_memory_limit_mb,
+            tool_timeouts=dict(settings.tool_timeouts)))
+        service = cls(
+            settings=settings, db=db, files=files, keys=KeyService(db), jobs=jobs,
+            queue=JobQueue(data / "queue.db", execute=lambda job_id: None),
+            signer=LinkSigner(bytes.fromhex(db.setting_once("signing_secret", secrets.token_hex(32)))),
+            idempotency=IdempotencyStore(db, settings.idempotency_hours * 3600),
+            limiter=RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst),
+            catalogue=catalogue,
+        )
+        service.queue = JobQueue(data / "queue.db", execute=service._execute)
+        jobs.enqueue = service.queue.enqueue
+        return service
+
+    def _execute(self, job_id: str) -> None:
+        stopping = self.pool.stopping.is_set if self.pool else (lambda: False)
+        self.jobs.execute(job_id, self.worker_id, stopping=stopping)
+
+    # ---- workers ----
+
+    def start_workers(self, workers: int | None = None) -> None:
+        """Recover what a previous run left, then start consuming the queue."""
+        with self._lock:
+            if self.pool is not None:
+                return
+            counts = self.jobs.recover()
+            self.queue.flush()  # the job table is the truth: rebuild the queue from it
+            counts["requeued"] = self.jobs.requeue_all_queued()
+            self.jobs.clean_work_dirs()
+            if any(counts.values()):
+                log.info("recovered jobs: %s", counts)
+            self.pool = WorkerPool(self.queue, workers or self.settings.workers,
+                                   self.settings.poll_interval_seconds, on_tick=self.housekeeping,
+                                   tick_seconds=min(10.0, self.settings.purge_interval_seconds))
+            self.pool.start()
+
+    def stop_workers(self, timeout: float = 15.0) -> None:
+        with self._lock:
+            if self.pool is not None:
+                self.pool.stop(timeout)
+                self.pool = None
+
+    _last_purge: float = 0.0
+
+    def housekeeping(self) -> None:
+        import time
+
+        self.jobs.recover()
+        if time.monotonic() - self._last_purge >= self.settings.purge_interval_seconds:
+            self._last_purge = time.monotonic()
+            self.purge()
+
+    def purge(self) -> int:
+        return purge_expired(self.db, self.files)
+
+    def health(self) -> dict[str, Any]:
+        engines: dict[str, dict[str, Any]] = {}
+        for tool in self.catalogue:
+            for engine in tool.engines:
+                engines.setdefault(engine.name, {"available": engine.available(), "version": engine.version()})
+        return {"engines": engines, "maintenance": self.jobs.maintenance,
+                "workers": self.pool is not None, "queued": self.queue.pending()}
+
+    def close(self) -> None:
+        self.stop_workers()
+        self.db.close()

@@ -1,0 +1,61 @@
+"""The app factory. Nothing is built at import time: the caller chooses the service."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from localapi import API_VERSION
+from localapi.core.service import Service
+from localapi.http import problems
+from localapi.http.middleware import LocalOnlyMiddleware
+from localapi.http.problems import PROBLEM_MEDIA_TYPE
+from localapi.http.routes import downloads, files, jobs, system, tools
+
+DESCRIPTION = """FileKiln's local conversion API. Upload a file (`POST /files`), create a job
+(`POST /jobs`), poll it (`GET /jobs/{id}`) and fetch the signed download link
+(`GET /jobs/{id}/result`). Send your key as `X-API-Key: <key>` or `Authorization: Bearer <key>`;
+keys are made in the app's Keys panel or with `filekiln keys create`. Errors are
+`application/problem+json` with a stable `code`."""
+
+
+def create_app(service: Service) -> FastAPI:
+    app = FastAPI(
+        title="FileKiln API", version=API_VERSION, description=DESCRIPTION,
+        openapi_url="/v1/openapi.json", docs_url="/v1/docs", redoc_url=None,
+    )
+    app.state.service = service
+    v1 = APIRouter(prefix="/v1")
+    for module in (tools, files, jobs, downloads, system):
+        v1.include_router(module.router)
+    app.include_router(v1)
+    problems.install(app)
+    app.add_middleware(LocalOnlyMiddleware, enforce_host=service.settings.loopback_only, port=service.settings.port)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version, description=app.description,
+                                 routes=app.routes)
+            schema["components"].setdefault("securitySchemes", {}).update({
+                "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+                "bearer": {"type": "http", "scheme": "bearer"},
+            })
+            schema["security"] = [{"apiKey": []}, {"bearer": []}]
+            _problem_content_types(schema)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app
+
+
+def _problem_content_types(schema: dict[str, Any]) -> None:
+    """Error responses are problem+json, not plain JSON."""
+    for path in schema.get("paths", {}).values():
+        for operation in path.values():
+            for status, response in operation.get("responses", {}).items():
+                content = response.get("content", {})
+                if status.isdigit() and int(status) >= 400 and "application/json" in content:
+                    content[PROBLEM_MEDIA_TYPE] = content.pop("application/json")

@@ -1,0 +1,96 @@
+"""Dependencies, as ``Annotated`` aliases so that route signatures read like sentences."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Header, Path, Request
+
+from localapi.core.errors import InvalidApiKey, RateLimited
+from localapi.core.jobs import Caller, Job
+from localapi.core.keys import ApiKey
+from localapi.core.ratelimit import retry_after
+from localapi.core.service import Service
+
+
+def get_service(request: Request) -> Service:
+    service: Service = request.app.state.service
+    return service
+
+
+ServiceDep = Annotated[Service, Depends(get_service)]
+
+
+def _secret_from(x_api_key: str | None, authorization: str | None) -> str | None:
+    if x_api_key:
+        return x_api_key.strip()
+    if authorization:
+        scheme, _, value = authorization.partition(" ")
+        if scheme.lower() == "bearer" and value.strip():
+            return value.strip()
+        raise InvalidApiKey("The Authorization header must be 'Bearer <API key>'.")
+    return None
+
+
+def _rate_limit(service: Service, bucket: str) -> None:
+    wait = service.limiter.take(bucket)
+    if wait > 0:
+        raise RateLimited("Too many requests for this key; slow down.", headers={"Retry-After": retry_after(wait)})
+
+
+def optional_key(
+    request: Request,
+    service: ServiceDep,
+    x_api_key: Annotated[str | None, Header(include_in_schema=False)] = None,
+    authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
+) -> ApiKey | None:
+    """The calling key, if one was sent; a key that is sent must be valid."""
+    secret = _secret_from(x_api_key, authorization)
+    if secret is None:
+        if service.settings.keys_everywhere:
+            raise InvalidApiKey("Send an API key in X-API-Key or Authorization: Bearer.")
+        _rate_limit(service, f"anon:{request.client.host if request.client else '-'}")
+        return None
+    key = service.keys.authenticate(secret)
+    if key is None:
+        raise InvalidApiKey("The API key is not valid or was revoked.")
+    _rate_limit(service, key.id)
+    return key
+
+
+def required_key(key: Annotated[ApiKey | None, Depends(optional_key)]) -> ApiKey:
+    if key is None:
+        raise InvalidApiKey("Send an API key in X-API-Key or Authorization: Bearer.")
+    return key
+
+
+KeyDep = Annotated[ApiKey, Depends(required_key)]
+OptionalKeyDep = Annotated[ApiKey | None, Depends(optional_key)]
+
+
+def key_caller(key: KeyDep) -> Caller:
+    return Caller(key=key)
+
+
+def job_id_caller(key: OptionalKeyDep) -> Caller:
+    """GET /jobs/{id} and its result answer without a key (job ids carry 128 random bits);
+    with a key, only that key's jobs are visible."""
+    return Caller(key=key) if key is not None else Caller(any_owner=True)
+
+
+CallerDep = Annotated[Caller, Depends(key_caller)]
+JobReaderDep = Annotated[Caller, Depends(job_id_caller)]
+
+
+def load_job(service: ServiceDep, caller: JobReaderDep,
+             id: Annotated[str, Path(description="The job id", max_length=100)]) -> Job:
+    return service.jobs.get(id, caller)
+
+
+def load_own_job(service: ServiceDep, caller: CallerDep,
+                 id: Annotated[str, Path(description="The job id", max_length=100)]) -> Job:
+    return service.jobs.get(id, caller)
+
+
+JobDep = Annotated[Job, Depends(load_job)]
+OwnJobDep = Annotated[Job, Depends(load_own_job)]

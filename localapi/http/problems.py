@@ -1,0 +1,71 @@
+"""One place that turns every error into ``application/problem+json``."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from localapi.core.errors import ServiceError
+from localapi.http.schemas import Problem
+
+log = logging.getLogger("filekiln.http")
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+
+_TITLES = {400: "Malformed request", 401: "API key missing or invalid", 403: "Forbidden", 404: "Not found",
+           405: "Method not allowed", 409: "Conflict", 410: "Gone", 413: "Request too large",
+           415: "Unsupported format", 422: "Invalid parameters", 429: "Too many requests",
+           500: "Internal error", 503: "Service unavailable"}
+_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "file_too_large",
+          500: "internal_error"}
+
+
+def problem_response(status: int, code: str, detail: str, *, title: str | None = None,
+                     errors: dict[str, list[str]] | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
+    body: dict[str, Any] = {"type": f"urn:filekiln:problem:{code}", "title": title or _TITLES.get(status, "Error"),
+                            "status": status, "detail": detail, "code": code}
+    if errors:
+        body["errors"] = errors
+    return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_MEDIA_TYPE)
+
+
+def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries for the problem statuses an operation can return."""
+    return {s: {"model": Problem, "description": _TITLES.get(s, "Error")} for s in statuses}
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(ServiceError)
+    async def service_error(request: Request, exc: ServiceError) -> JSONResponse:
+        return problem_response(exc.status, exc.code, exc.detail, title=exc.title, errors=exc.errors,
+                                headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors: dict[str, list[str]] = {}
+        malformed = False
+        for err in exc.errors():
+            if err.get("type") in ("json_invalid", "model_attributes_type") or tuple(err.get("loc", ())) == ("body",):
+                malformed = True
+            loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path", "header")]
+            errors.setdefault(".".join(loc) or "body", []).append(str(err.get("msg")))
+        if malformed:
+            return problem_response(400, "malformed_request", "The request body is not valid JSON of the expected "
+                                    "shape.", errors=errors)
+        return problem_response(422, "invalid_params", "The request is not valid.", errors=errors)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _CODES.get(exc.status_code, "error")
+        detail = exc.detail if isinstance(exc.detail, str) else _TITLES.get(exc.status_code, "Error")
+        return problem_response(exc.status_code, code, detail, headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return problem_response(500, "internal_error", "Something went wrong inside FileKiln; the log has details.")

@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import AsyncIterator
+from typing import IO, Annotated
+from urllib.parse import quote
+
+import anyio
+from fastapi import APIRouter, Header, Path, Query
+from fastapi.responses import StreamingResponse
+
+from localapi.core.errors import FileNotFound, Gone, InvalidSignature, ServiceError
+from localapi.http.deps import ServiceDep
+from localapi.http.problems import problems
+
+router = APIRouter(prefix="/downloads", tags=["downloads"])
+
+CHUNK = 256 * 1024
+_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+
+
+def content_disposition(name: str) -> str:
+    ascii_name = "".join(c if 32 <= ord(c) < 127 and c not in '"\\;' else "_" for c in name) or "download"
+    return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(name, safe='')}"
+
+
+def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
+    """One ``bytes=a-b`` range as (start, end inclusive); None for the whole file."""
+    if not header:
+        return None
+    m = _RANGE.match(header.strip())
+    if not m or (not m.group(1) and not m.group(2)):
+        return None  # several ranges or another unit: answer with the whole file
+    if m.group(1):
+        start = int(m.group(1))
+        end = int(m.group(2)) if m.group(2) else size - 1
+    else:
+        start, end = max(size - int(m.group(2)), 0), size - 1
+    end = min(end, size - 1)
+    if start > end or start >= size:
+        raise ServiceError("The requested range is outside the file.", code="range_not_satisfiable",
+                           headers={"Content-Range": f"bytes */{size}"})
+    return start, end
+
+
+async def _stream(f: IO[bytes], start: int, length: int) -> AsyncIterator[bytes]:
+    try:
+        await anyio.to_thread.run_sync(f.seek, start)
+        remaining = length
+        while remaining > 0:
+            chunk = await anyio.to_thread.run_sync(f.read, min(CHUNK, remaining))
+            if not chunk:
+                break
+            remaining -= len(chunk)
+            yield chunk
+    finally:
+        f.close()
+
+
+class RangeNotSatisfiable(ServiceError):
+    status = 416
+    code = "range_not_satisfiable"
+    title = "Range not satisfiable"
+
+
+@router.get("/{file_id}/{name}", response_class=StreamingResponse,
+            responses={**problems(403, 404, 410, 416),
+                       200: {"content": {"application/octet-stream": {"schema": {"type": "string",
+                                                                                  "format": "binary"}}},
+                             "description": "The file"},
+                       206: {"description": "Part of the file (Range)"}})
+async def download(
+    service: ServiceDep,
+    file_id: Annotated[str, Path(max_length=60)],
+    name: Annotated[str, Path(max_length=400)],
+    expires: Annotated[int, Query(ge=0, le=2**40)],
+    signature: Annotated[str, Query(max_length=128)],
+    range: Annotated[str | None, Header(max_length=200)] = None,
+) -> StreamingResponse:
+    """A signed link from ``GET /jobs/{id}/result``; needs no key. Supports HTTP Range."""
+    verdict = service.signer.check(file_id, expires, signature)
+    if verdict == "tampered":
+        raise InvalidSignature("The download link was altered or is not from this FileKiln.")
+    if verdict == "expired":
+        raise Gone("The download link has expired; ask GET /jobs/{id}/result for a new one.", code="link_expired")
+    stored = await anyio.to_thread.run_sync(lambda: service.files.get(file_id, any_owner=True))
+    try:
+        # opened before anything else: a purge that unlinks it now cannot truncate this download
+        f = await anyio.to_thread.run_sync(lambda: open(service.files.path_of(stored.id), "rb"))  # noqa: SIM115
+    except FileNotFoundError:
+        raise Gone("The file was purged.", code="file_expired") from None
+    size = os.fstat(f.fileno()).st_size
+    try:
+        requested = parse_range(range, size)
+    except ServiceError as exc:
+        f.close()
+        raise RangeNotSatisfiable(exc.detail, headers=exc.headers) from None
+    start, end = requested if requested else (0, size - 1)
+    length = max(end - start + 1, 0)
+    headers = {
+        "Content-Disposition": content_disposition(stored.original_name),
+        "X-Content-Type-Options": "nosniff",
+        "Accept-Ranges": "bytes",
+        "Content-Length": str(length),
+        "Cache-Control": "private, no-store",
+    }
+    if requested:
+        headers["Content-Range"] = f"bytes {start}-{end}/{size}"
+    return StreamingResponse(_stream(f, start, length), status_code=206 if requested else 200,
+                             media_type=stored.mime_type, headers=headers)
+
+
+__all__ = ["router", "FileNotFound"]

@@ -1,0 +1,121 @@
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any
+
+import anyio
+from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi.responses import JSONResponse
+
+from localapi.core.errors import InvalidParams, ServiceError
+from localapi.core.files import StoredFile
+from localapi.core.idempotency import request_hash
+from localapi.core.jobs import Caller, Job, quota_headers
+from localapi.core.service import Service
+from localapi.http.deps import CallerDep, JobDep, KeyDep, OwnJobDep, ServiceDep
+from localapi.http.problems import problems
+from localapi.http.schemas import JobCreate, JobOut, JobPageOut, JobStatus, ResultFileOut, ResultOut, iso
+
+router = APIRouter(prefix="/jobs", tags=["jobs"])
+
+
+def job_out(job: Job) -> JobOut:
+    return JobOut(
+        id=job.id, tool=job.tool, status=job.status,  # type: ignore[arg-type]
+        progress=job.progress, outputFormat=job.output_format,
+        errorMessage=job.error_message, errorCode=job.error_code, inputFileIds=job.input_file_ids,
+        params=job.params, notes=job.notes, createdAt=iso(job.created_at),  # type: ignore[arg-type]
+        startedAt=iso(job.started_at), finishedAt=iso(job.finished_at),
+    )
+
+
+@router.post("", status_code=201, response_model=JobOut,
+             responses=problems(400, 401, 402, 409, 413, 415, 422, 429, 503))
+def create_job(body: JobCreate, request: Request, service: ServiceDep, key: KeyDep,
+               idempotency_key: Annotated[str | None, Header(max_length=255)] = None) -> Any:
+    """Queue a job. With ``Idempotency-Key``, repeating the same request returns the first
+    response (``Idempotent-Replayed: true``) instead of making a second job."""
+    caller = Caller(key=key)
+    req_hash = request_hash("POST /jobs", body.model_dump(mode="json"))
+    if idempotency_key:
+        replay = service.idempotency.begin(key.id, idempotency_key, req_hash)
+        if replay is not None:
+            return JSONResponse(replay.body, status_code=replay.status_code, headers={"Idempotent-Replayed": "true"})
+    try:
+        job = service.jobs.create(caller, body.tool, body.inputFileIds, body.params, body.outputFormat)
+    except BaseException:
+        if idempotency_key:
+            service.idempotency.abandon(key.id, idempotency_key)
+        raise
+    payload = job_out(job).model_dump(mode="json")
+    if idempotency_key:
+        service.idempotency.complete(key.id, idempotency_key, 201, payload, req_hash)
+    headers = quota_headers(key.daily_job_quota, service.keys.jobs_today(key.id))
+    return JSONResponse(payload, status_code=201, headers=headers)
+
+
+@router.get("", response_model=JobPageOut, responses=problems(400, 401, 422, 429))
+def list_jobs(
+    service: ServiceDep,
+    caller: CallerDep,
+    status: JobStatus | None = None,
+    tool: Annotated[str | None, Query(max_length=100)] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[str | None, Query(max_length=200, pattern=r"^[0-9.e+\-]+~job_[0-9a-f]{32}$")] = None,
+) -> JobPageOut:
+    """This key's jobs, newest first; follow ``nextCursor`` for the next page."""
+    try:
+        page = service.jobs.list(caller, status=status, tool=tool, limit=limit, cursor=cursor)
+    except ValueError:
+        raise InvalidParams("The cursor is not valid.", errors={"cursor": ["not a cursor from this API"]}) from None
+    return JobPageOut(items=[job_out(j) for j in page.items], nextCursor=page.next_cursor)
+
+
+@router.get("/{id}", response_model=JobOut, responses=problems(401, 404, 429))
+def get_job(job: JobDep) -> JobOut:
+    """Poll this until ``status`` is DONE (or FAILED/CANCELED). Answers without a key."""
+    return job_out(job)
+
+
+@router.post("/{id}/cancel", response_model=JobOut, responses=problems(401, 404, 409, 429))
+def cancel_job(job: OwnJobDep, service: ServiceDep, caller: CallerDep) -> JobOut:
+    """Cancel a QUEUED or PROCESSING job: its process is killed and partial output removed."""
+    return job_out(service.jobs.cancel(job.id, caller))
+
+
+@router.delete("/{id}", status_code=204, response_class=Response, responses=problems(401, 404, 429))
+def delete_job(job: OwnJobDep, service: ServiceDep, caller: CallerDep) -> Response:
+    """Delete a job and its results (a running job is canceled first). Inputs are kept."""
+    service.jobs.delete(job.id, caller)
+    return Response(status_code=204)
+
+
+def link_for(service: Service, request: Request, f: StoredFile, now: float) -> tuple[str, int]:
+    expires = int(min(now + service.settings.download_ttl_seconds, f.expires_at))
+    base = str(request.base_url).rstrip("/") + "/v1"
+    return base + service.signer.path(f.id, f.original_name, expires), expires
+
+
+@router.get("/{id}/result", response_model=ResultOut, responses=problems(401, 404, 409, 410, 429))
+def get_result(job: JobDep, service: ServiceDep, request: Request) -> ResultOut:
+    """Signed download links of a DONE job's output: one file, or a ZIP of several."""
+    caller = Caller(any_owner=True)
+    try:
+        result = service.jobs.result(job.id, caller)
+    except ServiceError as exc:
+        if exc.status == 410:
+            exc.code = "result_expired"
+            exc.detail = "The job's results were purged when their retention ended."
+        raise
+    now = time.time()
+    files = []
+    for f in result.files:
+        url, _ = link_for(service, request, f, now)
+        files.append(ResultFileOut(id=f.id, name=f.original_name, mimeType=f.mime_type, sizeBytes=f.size_bytes,
+                                   downloadUrl=url))
+    main = result.bundle or result.files[0]
+    url, expires = link_for(service, request, main, now)
+    return ResultOut(downloadUrl=url, expiresAt=iso(expires), files=files)  # type: ignore[arg-type]
+
+
+__all__ = ["router", "anyio"]

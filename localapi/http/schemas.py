@@ -1,0 +1,114 @@
+"""Request and response schemas of /v1, split by direction."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def iso(ts: float | None) -> datetime | None:
+    return datetime.fromtimestamp(ts, UTC) if ts is not None else None
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details, with a stable machine-readable ``code``."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    code: str
+    errors: dict[str, list[str]] | None = None
+
+
+class ToolOut(BaseModel):
+    id: str
+    category: str
+    title: str
+    description: str
+    accepts: list[str]
+    produces: list[str]
+    maxInputSizeBytes: int
+    mergesInputs: bool
+    params: dict[str, Any] = Field(description="JSON Schema of the tool's params")
+    available: bool
+    unavailableReason: str | None = None
+
+
+class FileRefOut(BaseModel):
+    id: str
+    originalName: str
+    mimeType: str
+    sizeBytes: int
+    format: str | None = Field(None, description="Format judged from the content")
+    createdAt: datetime
+    expiresAt: datetime
+
+
+JobStatus = Literal["QUEUED", "PROCESSING", "DONE", "FAILED", "CANCELED"]
+
+
+class JobCreate(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"example": {
+        "tool": "image-convert", "inputFileIds": ["file_..."], "outputFormat": "webp", "params": {"quality": 80}}})
+
+    tool: str = Field(min_length=1, max_length=100)
+    inputFileIds: list[str] = Field(min_length=1, max_length=100)
+    params: dict[str, Any] | None = None
+    outputFormat: str | None = Field(None, max_length=20)
+
+
+class JobOut(BaseModel):
+    id: str
+    tool: str
+    status: JobStatus
+    progress: int = Field(ge=0, le=100)
+    outputFormat: str | None
+    errorMessage: str | None
+    errorCode: str | None
+    inputFileIds: list[str]
+    params: dict[str, Any]
+    notes: list[str]
+    createdAt: datetime
+    startedAt: datetime | None
+    finishedAt: datetime | None
+
+
+class JobPageOut(BaseModel):
+    items: list[JobOut]
+    nextCursor: str | None
+
+
+class ResultFileOut(BaseModel):
+    id: str
+    name: str
+    mimeType: str
+    sizeBytes: int
+    downloadUrl: str
+
+
+class ResultOut(BaseModel):
+    downloadUrl: str
+    expiresAt: datetime
+    files: list[ResultFileOut]
+
+
+class HealthOut(BaseModel):
+    status: Literal["ok"]
+    version: str
+    apiVersion: str
+    maintenance: bool
+    workers: bool
+    queued: int
+    engines: dict[str, dict[str, Any]]
+
+
+class UsageOut(BaseModel):
+    keyId: str
+    name: str
+    dailyJobQuota: int | None
+    jobsToday: int
+    remainingToday: int | None
+    resetsAt: datetime

@@ -1,0 +1,139 @@
+"""Streaming multipart upload: parsed as it arrives, written to the data dir, cut off at the limit.
+
+FastAPI's ``UploadFile`` spools the whole body to a temp file before the route
+runs; here the body goes straight into the store's temp dir, is hashed on the
+way, and the request is refused the moment it passes the limit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import anyio
+from python_multipart.multipart import MultipartParser, parse_options_header
+from starlette.requests import ClientDisconnect, Request
+
+from localapi.core.errors import BadRequest, FileTooLarge
+from localapi.core.files import FileStore, UploadSink
+
+MAX_PARTS = 16
+MAX_FIELD_BYTES = 64 * 1024
+WRITE_BATCH = 1024 * 1024
+MULTIPART_OVERHEAD = 64 * 1024
+
+
+@dataclass
+class _Part:
+    name: str = ""
+    filename: str | None = None
+    header_field: bytes = b""
+    headers: dict[bytes, bytes] = field(default_factory=dict)
+
+
+@dataclass
+class Upload:
+    sink: UploadSink
+    filename: str
+    fields: dict[str, str]
+
+
+async def receive_upload(request: Request, store: FileStore, limit: int) -> Upload:
+    """Read a multipart body with one file part named ``file``; raise problems on bad input."""
+    content_type = request.headers.get("content-type", "")
+    ctype, options = parse_options_header(content_type)
+    boundary = options.get(b"boundary")
+    if ctype != b"multipart/form-data" or not boundary:
+        raise BadRequest("Send the file as multipart/form-data with a part named 'file'.", code="malformed_request")
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit + MULTIPART_OVERHEAD:
+        raise FileTooLarge(f"The file is larger than the limit of {limit} bytes.")
+
+    sink: UploadSink | None = None
+    filename = ""
+    parts = 0
+    fields: dict[str, str] = {}
+    current = _Part()
+    field_value = bytearray()
+    pending = bytearray()
+    errors: list[Exception] = []
+
+    def on_part_begin() -> None:
+        nonlocal current, parts
+        parts += 1
+        if parts > MAX_PARTS:
+            raise BadRequest("Too many parts in the multipart body.", code="malformed_request")
+        current = _Part()
+        field_value.clear()
+
+    def on_header_field(data: bytes, start: int, end: int) -> None:
+        current.header_field += data[start:end]
+
+    def on_header_value(data: bytes, start: int, end: int) -> None:
+        key = current.header_field.lower()
+        current.headers[key] = current.headers.get(key, b"") + data[start:end]
+
+    def on_header_end() -> None:
+        current.header_field = b""
+
+    def on_headers_finished() -> None:
+        nonlocal sink, filename
+        _, disp = parse_options_header(current.headers.get(b"content-disposition", b""))
+        current.name = disp.get(b"name", b"").decode("utf-8", "replace")
+        raw_filename = disp.get(b"filename")
+        current.filename = raw_filename.decode("utf-8", "replace") if raw_filename is not None else None
+        if current.name == "file":
+            if sink is not None:
+                raise BadRequest("Send exactly one part named 'file'.", code="malformed_request")
+            sink = store.new_sink(limit)
+            filename = current.filename or "upload"
+
+    def on_part_data(data: bytes, start: int, end: int) -> None:
+        if current.name == "file":
+            pending.extend(data[start:end])
+        else:
+            field_value.extend(data[start:end])
+            if len(field_value) > MAX_FIELD_BYTES:
+                raise BadRequest("A form field is too large.", code="malformed_request")
+
+    def on_part_end() -> None:
+        if current.name != "file" and current.name:
+            fields[current.name] = field_value.decode("utf-8", "replace")
+
+    parser = MultipartParser(boundary, callbacks={  # type: ignore[arg-type]
+        "on_part_begin": on_part_begin, "on_header_field": on_header_field, "on_header_value": on_header_value,
+        "on_header_end": on_header_end, "on_headers_finished": on_headers_finished,
+        "on_part_data": on_part_data, "on_part_end": on_part_end,
+    }, max_header_count=8, max_header_size=8192)
+
+    async def flush() -> None:
+        if sink is not None and pending:
+            chunk = bytes(pending)
+            pending.clear()
+            await anyio.to_thread.run_sync(sink.write, chunk)
+
+    try:
+        async for chunk in request.stream():
+            try:
+                parser.write(chunk)
+            except (BadRequest, FileTooLarge):
+                raise
+            except Exception as exc:  # the parser's own errors: a malformed body
+                errors.append(exc)
+                raise BadRequest("The multipart body is malformed.", code="malformed_request") from None
+            if len(pending) >= WRITE_BATCH:
+                await flush()
+        parser.finalize()
+        await flush()
+    except ClientDisconnect:
+        if sink is not None:
+            sink.discard()
+        raise BadRequest("The upload was interrupted.", code="upload_interrupted") from None
+    except BaseException:
+        if sink is not None:
+            sink.discard()
+        raise
+    if sink is None:
+        raise BadRequest("The multipart body has no part named 'file'.", code="malformed_request",
+                         errors={"file": ["required"]})
+    await anyio.to_thread.run_sync(sink.finish)
+    return Upload(sink=sink, filename=filename, fields=fields)

@@ -1,0 +1,68 @@
+"""Run the /v1 API in a background thread (the desktop app's way of serving)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import uvicorn
+
+from localapi.core.service import Service
+from localapi.http.app import create_app
+
+
+def port_free(host: str, port: int) -> bool:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+class ApiServer:
+    """uvicorn on a thread; ``start`` reports why it could not listen (e.g. port in use)."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self.error: str | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None and self._server.started and not self._server.should_exit
+
+    def start(self, timeout: float = 10.0) -> bool:
+        settings = self.service.settings
+        if self.running:
+            return True
+        if not port_free(settings.host, settings.port):
+            self.error = f"Port {settings.port} on {settings.host} is in use by another program."
+            return False
+        config = uvicorn.Config(create_app(self.service), host=settings.host, port=settings.port,
+                                log_level="warning", server_header=False, log_config=None)
+        server = uvicorn.Server(config)
+        server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        self._server = server
+        self._thread = threading.Thread(target=server.run, daemon=True, name="filekiln-api")
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not server.started and self._thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if not server.started:
+            self.error = f"The API could not start on {settings.base_url}."
+            self.stop()
+            return False
+        self.error = None
+        return True
+
+    def stop(self, timeout: float = 5.0) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self._server = None
+        self._thread = None

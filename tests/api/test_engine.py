@@ -1,0 +1,193 @@
+"""The job engine under stress: cancel, timeout, memory cap, crash recovery, retention, big uploads."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from tests.conftest import Server, image_pdf_bytes, start_server, upload, wait_job, write_settings
+
+
+@pytest.fixture(scope="module")
+def slow_pdf() -> bytes:
+    """Enough image pages that pdf-compress takes several seconds on this machine."""
+    return image_pdf_bytes(pages=40, size=1400, seed=7)
+
+
+def child_pids(server: Server) -> list[int]:
+    try:
+        return [p.pid for p in psutil.Process(server.process.pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def start_slow_job(client: httpx.Client, slow_pdf: bytes) -> str:
+    ref = upload(client, "slow.pdf", slow_pdf)
+    job = client.post("/jobs", json={"tool": "pdf-compress", "inputFileIds": [ref["id"]],
+                                     "params": {"level": "extreme"}}).json()
+    wait_job(client, job["id"], until=("PROCESSING",))
+    return str(job["id"])
+
+
+def test_cancel_kills_the_running_conversion_within_2s(server: Server, client: httpx.Client,
+                                                       slow_pdf: bytes) -> None:
+    job_id = start_slow_job(client, slow_pdf)
+    deadline = time.monotonic() + 10
+    while not child_pids(server) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    children = child_pids(server)
+    assert children, "no conversion child process was running"
+    started = time.monotonic()
+    r = client.post(f"/jobs/{job_id}/cancel")
+    assert r.status_code == 200 and r.json()["status"] == "CANCELED"
+    while any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in children):
+        assert time.monotonic() - started < 2.0, "the conversion was still running 2 s after cancel"
+        time.sleep(0.02)
+    time.sleep(0.3)
+    assert client.get(f"/jobs/{job_id}").json()["status"] == "CANCELED"
+    assert not (server.data_dir / "jobs" / job_id).exists(), "partial output left behind"
+    assert client.get("/jobs", params={"status": "DONE"}).json()["items"] == []
+
+
+def test_cancel_of_queued_job(tmp_path: Path, slow_pdf: bytes) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    srv = start_server(data, tmp_path / "log", "--workers", "1")
+    try:
+        with srv.client(srv.create_key()) as c:
+            running = start_slow_job(c, slow_pdf)
+            ref = upload(c, "a.pdf", image_pdf_bytes(pages=1, size=200))
+            queued = c.post("/jobs", json={"tool": "pdf-compress", "inputFileIds": [ref["id"]]}).json()
+            assert c.get(f"/jobs/{queued['id']}").json()["status"] == "QUEUED"
+            assert c.post(f"/jobs/{queued['id']}/cancel").json()["status"] == "CANCELED"
+            c.post(f"/jobs/{running}/cancel")
+            time.sleep(1)
+            assert c.get(f"/jobs/{queued['id']}").json()["status"] == "CANCELED"
+    finally:
+        srv.stop()
+
+
+def test_tool_timeout_fails_the_job(tmp_path: Path, slow_pdf: bytes) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    write_settings(data, tool_timeouts={"pdf-compress": 1.0})
+    srv = start_server(data, tmp_path / "log")
+    try:
+        with srv.client(srv.create_key()) as c:
+            ref = upload(c, "slow.pdf", slow_pdf)
+            job = c.post("/jobs", json={"tool": "pdf-compress", "inputFileIds": [ref["id"]],
+                                        "params": {"level": "extreme"}}).json()
+            done = wait_job(c, job["id"], timeout=30)
+            assert done["status"] == "FAILED" and done["errorCode"] == "timeout", done
+            assert done["errorMessage"]
+            assert child_pids(srv) == [] or all(not psutil.pid_exists(p) for p in child_pids(srv))
+    finally:
+        srv.stop()
+
+
+def test_memory_cap_fails_the_job_not_the_worker(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    write_settings(data, job_memory_limit_mb=60)
+    srv = start_server(data, tmp_path / "log")
+    try:
+        with srv.client(srv.create_key()) as c:
+            ref = upload(c, "a.pdf", image_pdf_bytes(pages=2, size=600))
+            job = c.post("/jobs", json={"tool": "pdf-compress", "inputFileIds": [ref["id"]]}).json()
+            done = wait_job(c, job["id"], timeout=60)
+            assert done["status"] == "FAILED" and done["errorCode"] in ("out_of_memory", "engine_crashed"), done
+            assert srv.process.poll() is None
+            assert c.get("/usage").status_code == 200
+    finally:
+        srv.stop()
+
+
+def test_kill_9_mid_job_then_restart_finishes_the_job(tmp_path: Path, slow_pdf: bytes) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    srv = start_server(data, tmp_path / "log1")
+    key = srv.create_key()
+    with srv.client(key) as c:
+        job_id = start_slow_job(c, slow_pdf)
+        ref = upload(c, "b.pdf", image_pdf_bytes(pages=1, size=200))
+        queued = [c.post("/jobs", json={"tool": "pdf-compress", "inputFileIds": [ref["id"]]}).json()["id"]
+                  for _ in range(3)]
+        children = child_pids(srv)
+    srv.stop(kill=True)
+    deadline = time.monotonic() + 5
+    while any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in children):
+        assert time.monotonic() < deadline, "conversion children outlived the killed server"
+        time.sleep(0.05)
+    conn = sqlite3.connect(data / "filekiln.db")
+    assert conn.execute("pragma integrity_check").fetchone()[0] == "ok"
+    conn.close()
+    srv = start_server(data, tmp_path / "log2", port=srv.port)
+    try:
+        with srv.client(key) as c:
+            for jid in [job_id, *queued]:
+                done = wait_job(c, jid, timeout=180)
+                assert done["status"] == "DONE", done
+            assert c.get(f"/jobs/{job_id}/result").status_code == 200
+            assert len(c.get("/jobs").json()["items"]) == 4
+    finally:
+        srv.stop()
+
+
+def test_purge_never_deletes_inputs_of_a_running_job(server: Server, client: httpx.Client,
+                                                     slow_pdf: bytes) -> None:
+    from localapi.config import load_settings
+    from localapi.core.service import Service
+
+    job_id = start_slow_job(client, slow_pdf)
+    input_id = client.get(f"/jobs/{job_id}").json()["inputFileIds"][0]
+    service = Service.open(load_settings(server.data_dir))
+    service.db.execute("update files set expires_at = 0")
+    assert service.purge() == 0
+    assert client.get(f"/files/{input_id}").status_code == 200
+    assert wait_job(client, job_id, timeout=120)["status"] == "DONE"
+
+
+def _zeros(total: int, chunk: int = 1024 * 1024) -> Iterator[bytes]:
+    yield b"--bnd\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.bin\"\r\n\r\n"
+    block = b"\x00" * chunk
+    sent = 0
+    while sent < total:
+        n = min(chunk, total - sent)
+        yield block[:n]
+        sent += n
+    yield b"\r\n--bnd--\r\n"
+
+
+@pytest.mark.slow
+def test_1gb_upload_keeps_server_memory_flat(server: Server, api_key: str) -> None:
+    total = 1024**3
+    proc = psutil.Process(server.process.pid)
+    baseline = proc.memory_info().rss
+    peak = baseline
+    stop = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not stop.is_set():
+            peak = max(peak, proc.memory_info().rss)
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        with server.client(api_key, timeout=600) as c:
+            r = c.post("/files", content=_zeros(total), headers={"Content-Type": "multipart/form-data; boundary=bnd"})
+    finally:
+        stop.set()
+        sampler.join()
+    assert r.status_code == 201, r.text
+    assert r.json()["sizeBytes"] == total
+    growth = (peak - baseline) / 1024**2
+    assert growth < 100, f"server RSS grew by {growth:.0f} MB during a 1 GB upload"

@@ -1,0 +1,187 @@
+"""Shared fixtures: a data dir per test, a real `filekiln serve` on a free port, sample files."""
+
+from __future__ import annotations
+
+import io
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "data"
+    d.mkdir()
+    return d
+
+
+def write_settings(data_dir: Path, **values: Any) -> None:
+    lines = []
+    for k, v in values.items():
+        if isinstance(v, dict):
+            continue
+        lines.append(f"{k} = {v!r}".replace("'", '"') if not isinstance(v, bool) else f"{k} = {str(v).lower()}")
+    for k, v in values.items():
+        if isinstance(v, dict):
+            lines.append(f"[{k}]")
+            lines.extend(f'"{kk}" = {vv!r}' for kk, vv in v.items())
+    (data_dir / "settings.toml").write_text("\n".join(lines) + "\n")
+
+
+@dataclass
+class Server:
+    data_dir: Path
+    port: int
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    extra_args: list[str] = field(default_factory=list)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def client(self, key: str | None = None, **kw: Any) -> httpx.Client:
+        headers = {"X-API-Key": key} if key else {}
+        return httpx.Client(base_url=self.base_url, headers=headers, timeout=60, **kw)
+
+    def create_key(self, name: str = "test", quota: int | None = None) -> str:
+        out = run_cli(self.data_dir, "keys", "create", "--name", name, "--json",
+                      *(["--daily-quota", str(quota)] if quota is not None else []))
+        import json
+
+        return str(json.loads(out)["secret"])
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self, kill: bool = False) -> None:
+        if self.process.poll() is None:
+            if kill:
+                self.process.kill()
+            else:
+                self.process.terminate()
+            self.process.wait(timeout=30)
+
+
+def run_cli(data_dir: Path, *args: str, check: bool = True, timeout: float = 120) -> str:
+    result = subprocess.run([sys.executable, "-m", "filekiln", "--data-dir", str(data_dir), *args],
+                            capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    if check and result.returncode != 0:
+        raise AssertionError(f"filekiln {' '.join(args)} failed ({result.returncode}): {result.stderr}")
+    return result.stdout
+
+
+def start_server(data_dir: Path, log_path: Path, *extra: str, port: int | None = None) -> Server:
+    port = port or free_port()
+    log = open(log_path, "ab")  # noqa: SIM115 - kept open for the server's lifetime
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "filekiln", "serve", "--data-dir", str(data_dir), "--port", str(port), *extra],
+        stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+    )
+    server = Server(data_dir, port, proc, log_path, list(extra))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"server exited early:\n{server.log()}")
+        try:
+            if httpx.get(f"{server.base_url}/health", timeout=1).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    proc.kill()
+    raise AssertionError(f"server did not start:\n{server.log()}")
+
+
+@pytest.fixture
+def server(data_dir: Path, tmp_path: Path) -> Iterator[Server]:
+    srv = start_server(data_dir, tmp_path / "server.log")
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def api_key(server: Server) -> str:
+    return server.create_key()
+
+
+@pytest.fixture
+def client(server: Server, api_key: str) -> Iterator[httpx.Client]:
+    with server.client(api_key) as c:
+        yield c
+
+
+def png_bytes(width: int = 64, height: int = 48, color: tuple[int, int, int] = (200, 30, 30)) -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (width, height), color).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def image_pdf_bytes(pages: int = 2, size: int = 1200, seed: int = 1) -> bytes:
+    """An image-heavy PDF: each page a photo-like noisy gradient plus a line of text."""
+    import pymupdf as fitz
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    doc = fitz.open()
+    for n in range(pages):
+        y, x = np.mgrid[0:size, 0:size]
+        base = np.stack([(x * 255 // size), (y * 255 // size), ((x + y) * 127 // size)], axis=-1)
+        noise = rng.integers(0, 40, (size, size, 3))
+        img = Image.fromarray(np.clip(base + noise, 0, 255).astype("uint8"))
+        buf = io.BytesIO()
+        img.save(buf, "PNG")
+        page = doc.new_page(width=595, height=842)
+        page.insert_image(fitz.Rect(40, 120, 555, 635), stream=buf.getvalue())
+        page.insert_text((50, 80), f"FileKiln sample page {n + 1}", fontsize=18)
+    data = doc.tobytes()
+    doc.close()
+    return bytes(data)
+
+
+def upload(client: httpx.Client, name: str, data: bytes, **kw: Any) -> dict[str, Any]:
+    r = client.post("/files", files={"file": (name, data)}, **kw)
+    assert r.status_code == 201, r.text
+    result: dict[str, Any] = r.json()
+    return result
+
+
+def wait_job(client: httpx.Client, job_id: str, timeout: float = 120,
+             until: tuple[str, ...] = ("DONE", "FAILED", "CANCELED")) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job: dict[str, Any] = client.get(f"/jobs/{job_id}").json()
+        if job["status"] in until:
+            return job
+        time.sleep(0.05)
+    raise AssertionError(f"job {job_id} did not reach {until}: {job}")
+
+
+def assert_problem(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/problem+json"), response.headers
+    body: dict[str, Any] = response.json()
+    assert body["status"] == status and body["code"] == code, body
+    assert body["title"] and body["detail"] and body["type"]
+    return body
