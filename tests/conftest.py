@@ -60,7 +60,8 @@ class Server:
 
     def client(self, key: str | None = None, **kw: Any) -> httpx.Client:
         headers = {"X-API-Key": key} if key else {}
-        return httpx.Client(base_url=self.base_url, headers=headers, timeout=60, **kw)
+        kw.setdefault("timeout", 60)
+        return httpx.Client(base_url=self.base_url, headers=headers, **kw)
 
     def create_key(self, name: str = "test", quota: int | None = None) -> str:
         out = run_cli(self.data_dir, "keys", "create", "--name", name, "--json",
@@ -139,8 +140,8 @@ def png_bytes(width: int = 64, height: int = 48, color: tuple[int, int, int] = (
 
 def image_pdf_bytes(pages: int = 2, size: int = 1200, seed: int = 1) -> bytes:
     """An image-heavy PDF: each page a photo-like noisy gradient plus a line of text."""
-    import pymupdf as fitz
     import numpy as np
+    import pymupdf as fitz
     from PIL import Image
 
     rng = np.random.default_rng(seed)

@@ -7,10 +7,19 @@ import time
 from pathlib import Path
 
 import httpx
+
 from localapi.core.db import Database
 from localapi.core.signing import LinkSigner
-from tests.conftest import Server, assert_problem, image_pdf_bytes, png_bytes, start_server, upload, wait_job, \
-    write_settings
+from tests.conftest import (
+    Server,
+    assert_problem,
+    image_pdf_bytes,
+    png_bytes,
+    start_server,
+    upload,
+    wait_job,
+    write_settings,
+)
 
 
 def test_missing_key_is_401(server: Server) -> None:
