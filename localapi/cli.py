@@ -142,13 +142,17 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def key_json(key: Any) -> dict[str, Any]:
+def _iso_text(ts: float | None) -> str | None:
     from localapi.http.schemas import iso
 
+    moment = iso(ts)
+    return moment.isoformat() if moment else None
+
+
+def key_json(key: Any) -> dict[str, Any]:
     return {"id": key.id, "name": key.name, "prefix": key.prefix,
-            "createdAt": iso(key.created_at).isoformat(),  # type: ignore[union-attr]
-            "lastUsedAt": iso(key.last_used_at).isoformat() if key.last_used_at else None,
-            "revokedAt": iso(key.revoked_at).isoformat() if key.revoked_at else None,
+            "createdAt": _iso_text(key.created_at), "lastUsedAt": _iso_text(key.last_used_at),
+            "revokedAt": _iso_text(key.revoked_at),
             "dailyJobQuota": key.daily_job_quota}
 
 

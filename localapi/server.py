@@ -45,7 +45,7 @@ class ApiServer:
         config = uvicorn.Config(create_app(self.service), host=settings.host, port=settings.port,
                                 log_level="warning", server_header=False, log_config=None)
         server = uvicorn.Server(config)
-        server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        # uvicorn installs no signal handlers off the main thread
         self._server = server
         self._thread = threading.Thread(target=server.run, daemon=True, name="filekiln-api")
         self._thread.start()

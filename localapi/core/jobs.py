@@ -255,10 +255,11 @@ class JobService:
             raise JobNotFound(f"No job {job_id!r}.")
         return Job.from_row(row)
 
-    def list(self, caller: Caller, *, status: str | None = None, tool: str | None = None,
+    def page(self, caller: Caller, *, status: str | None = None, tool: str | None = None,
              limit: int = 50, cursor: str | None = None, everyone: bool = False) -> JobPage:
         """Newest first. ``cursor`` is the opaque value of a previous page's ``next_cursor``."""
-        where, args = [], []
+        where: list[str] = []
+        args: list[Any] = []
         if not everyone:
             where.append("key_id is ?")
             args.append(caller.key_id)

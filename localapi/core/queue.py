@@ -26,7 +26,7 @@ class JobQueue:
     def __init__(self, path: Path, execute: Callable[[str], Any]) -> None:
         self.huey = SqliteHuey(name="filekiln", filename=str(path), results=False, utc=True, timeout=30)
 
-        @self.huey.task(name=TASK_NAME)
+        @self.huey.task(name=TASK_NAME)  # type: ignore[untyped-decorator]
         def run_job(job_id: str) -> None:
             execute(job_id)
 

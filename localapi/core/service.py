@@ -7,14 +7,17 @@ import logging
 import secrets
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from converters.base import Tool
 from converters.catalogue import Catalogue, load_catalogue
+from converters.sniff import sniff
 from localapi.config import Settings
 from localapi.core.db import Database
 from localapi.core.files import FileStore
 from localapi.core.idempotency import IdempotencyStore
-from localapi.core.jobs import JobService, JobSettings, worker_identity
+from localapi.core.jobs import Caller, Job, JobService, JobSettings, worker_identity
 from localapi.core.keys import KeyService
 from localapi.core.queue import JobQueue, WorkerPool
 from localapi.core.ratelimit import RateLimiter
@@ -112,6 +115,27 @@ class Service:
                 engines.setdefault(engine.name, {"available": engine.available(), "version": engine.version()})
         return {"engines": engines, "maintenance": self.jobs.maintenance,
                 "workers": self.pool is not None, "queued": self.queue.pending()}
+
+    # ---- helpers for the desktop app, which never imports engines ----
+
+    def sniff(self, path: Path) -> str | None:
+        """The format id of a local file, judged by content exactly as uploads are."""
+        return sniff(path, path.name)
+
+    def tools_for(self, formats: set[str]) -> list[Tool]:
+        """Tools that accept every one of ``formats``."""
+        return self.catalogue.for_formats(formats)
+
+    def submit_local(self, paths: list[Path], tool_id: str, params: dict[str, Any] | None = None,
+                     output_format: str | None = None) -> Job:
+        """Queue a job for local files (the GUI's path): files are copied into the store first."""
+        stored = [self.files.add(p, p.name, key_id=None, kind="upload", move=False) for p in paths]
+        return self.jobs.create(Caller(), tool_id, [f.id for f in stored], params, output_format)
+
+    def result_paths(self, job_id: str) -> list[tuple[str, Path]]:
+        """(name, path in the store) of a DONE job's outputs."""
+        result = self.jobs.result(job_id, Caller(any_owner=True))
+        return [(f.original_name, self.files.path_of(f.id)) for f in result.files]
 
     def close(self) -> None:
         self.stop_workers()

@@ -99,7 +99,7 @@ async def receive_upload(request: Request, store: FileStore, limit: int) -> Uplo
         if current.name != "file" and current.name:
             fields[current.name] = field_value.decode("utf-8", "replace")
 
-    parser = MultipartParser(boundary, callbacks={  # type: ignore[arg-type]
+    parser = MultipartParser(boundary, callbacks={
         "on_part_begin": on_part_begin, "on_header_field": on_header_field, "on_header_value": on_header_value,
         "on_header_end": on_header_end, "on_headers_finished": on_headers_finished,
         "on_part_data": on_part_data, "on_part_end": on_part_end,

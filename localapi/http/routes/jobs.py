@@ -65,7 +65,7 @@ def list_jobs(
 ) -> JobPageOut:
     """This key's jobs, newest first; follow ``nextCursor`` for the next page."""
     try:
-        page = service.jobs.list(caller, status=status, tool=tool, limit=limit, cursor=cursor)
+        page = service.jobs.page(caller, status=status, tool=tool, limit=limit, cursor=cursor)
     except ValueError:
         raise InvalidParams("The cursor is not valid.", errors={"cursor": ["not a cursor from this API"]}) from None
     return JobPageOut(items=[job_out(j) for j in page.items], nextCursor=page.next_cursor)
