@@ -110,8 +110,19 @@ def run(spec: dict[str, Any], reporter: Reporter) -> int:
     return 0
 
 
+def _warm_up() -> None:
+    """Import what most jobs need while waiting for the spec: a warm child starts at once."""
+    load_catalogue()
+    for module in ("PIL.Image", "pymupdf"):
+        try:
+            __import__(module)
+        except Exception:  # an optional engine may be missing; its tools say so
+            pass
+
+
 def main() -> int:
     _die_with_parent()
+    _warm_up()
     spec = json.loads(sys.stdin.read())
     _limit_memory(int(spec.get("memoryLimitMb") or 0))
     for name, value in (spec.get("environ") or {}).items():

@@ -30,7 +30,7 @@ create table if not exists jobs (
     input_file_ids text not null, result_file_ids text not null default '[]',
     bundle_file_id text, error_code text, error_message text, notes text not null default '[]',
     created_at real not null, started_at real, finished_at real, updated_at real not null,
-    attempts integer not null default 0, worker text, heartbeat_at real
+    attempts integer not null default 0, worker text, heartbeat_at real, child_pid integer
 );
 create index if not exists jobs_key_created on jobs (key_id, created_at, id);
 create index if not exists jobs_status on jobs (status);

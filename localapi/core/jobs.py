@@ -32,7 +32,7 @@ from localapi.core.errors import (
 )
 from localapi.core.files import FileStore, StoredFile
 from localapi.core.keys import ApiKey, today
-from localapi.core.runner import Outcome, run_supervised
+from localapi.core.runner import ChildPool, Outcome, run_supervised
 
 QUEUED, PROCESSING, DONE, FAILED, CANCELED = "QUEUED", "PROCESSING", "DONE", "FAILED", "CANCELED"
 FINISHED = (DONE, FAILED, CANCELED)
@@ -138,6 +138,7 @@ class JobService:
         self.catalogue = catalogue
         self.settings = settings
         self.enqueue = enqueue
+        self.children: ChildPool | None = None  # warm children, while workers run
         self.settings.jobs_dir.mkdir(parents=True, exist_ok=True)
 
     # ---- runtime switches, shared by every process through the database ----
@@ -398,7 +399,10 @@ class JobService:
         on_progress(0.0)
         return run_supervised(spec, log_path=log_path,
                               timeout=self.settings.tool_timeouts.get(tool.id, tool.timeout_seconds),
-                              on_progress=on_progress, should_cancel=should_cancel, on_tick=heartbeat)
+                              on_progress=on_progress, should_cancel=should_cancel, on_tick=heartbeat,
+                              pool=self.children,
+                              on_start=lambda pid: self.db.execute("update jobs set child_pid = ? where id = ?",
+                                                                   pid, job.id))
 
     def _finish_done(self, job: Job, out_dir: Path, work: Path, notes: list[str]) -> str:
         outputs = sorted(p for p in out_dir.iterdir() if p.is_file())
@@ -470,7 +474,7 @@ class JobService:
         """Remove work dirs of jobs that are not running (leftovers of a crash)."""
         running = {r["id"] for r in self.db.all("select id from jobs where status = ?", PROCESSING)}
         for entry in os.scandir(self.settings.jobs_dir):
-            if entry.name not in running:
+            if entry.name not in running and entry.name != "_children":
                 shutil.rmtree(entry.path, ignore_errors=True)
 
 

@@ -35,6 +35,59 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
 
 
+class ChildPool:
+    """Children started ahead of time, each used for exactly one job.
+
+    A child spends most of its start-up importing Python and the engines; starting
+    it before the job arrives takes that off every job's latency, while each job
+    still gets a fresh process (a crash or leak never outlives its job).
+    """
+
+    def __init__(self, size: int, log_dir: Path) -> None:
+        self.size = size
+        self.log_dir = log_dir
+        self._idle: list[tuple[subprocess.Popen[bytes], Path]] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        log_dir.mkdir(parents=True, exist_ok=True)
+
+    def _spawn(self) -> tuple[subprocess.Popen[bytes], Path]:
+        log_path = self.log_dir / f"child-{time.monotonic_ns()}.log"
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                    start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        return proc, log_path
+
+    def take(self) -> tuple[subprocess.Popen[bytes], Path]:
+        with self._lock:
+            while self._idle:
+                proc, log_path = self._idle.pop()
+                if proc.poll() is None:
+                    break
+                log_path.unlink(missing_ok=True)
+            else:
+                proc, log_path = self._spawn()
+        threading.Thread(target=self.fill, daemon=True, name="child-pool-fill").start()
+        return proc, log_path
+
+    def fill(self) -> None:
+        with self._lock:
+            while not self._closed and len(self._idle) < self.size:
+                self._idle.append(self._spawn())
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for proc, log_path in idle:
+            kill_tree(proc.pid)
+            proc.wait()
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    stream.close()
+            log_path.unlink(missing_ok=True)
+
+
 def kill_tree(pid: int) -> None:
     """Kill a process and everything it started, now."""
     try:
@@ -63,20 +116,30 @@ def run_supervised(
     on_progress: Callable[[float], None],
     should_cancel: Callable[[], bool],
     on_tick: Callable[[], None] = lambda: None,
+    pool: ChildPool | None = None,
+    on_start: Callable[[int], None] = lambda pid: None,
 ) -> Outcome:
-    """Run ``spec`` in a child process and wait for it, reporting progress as it comes."""
+    """Run ``spec`` in a child process and wait for it, reporting progress as it comes.
+
+    The child's stderr ends up in ``log_path``.
+    """
     messages: queue.Queue[dict[str, Any] | None] = queue.Queue()
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            child_command(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            start_new_session=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
+    if pool is not None:
+        proc, child_log = pool.take()
+    else:
+        child_log = log_path
+        with open(log_path, "ab") as log:
+            proc = subprocess.Popen(
+                child_command(),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
     assert proc.stdin is not None and proc.stdout is not None
     stdout = proc.stdout
+    on_start(proc.pid)
 
     def read() -> None:
         for line in stdout:
@@ -126,6 +189,11 @@ def run_supervised(
     finally:
         reader.join(timeout=2)
         stdout.close()
+        if child_log != log_path:
+            try:
+                os.replace(child_log, log_path)
+            except OSError:
+                child_log.unlink(missing_ok=True)
 
     if final is not None and final.get("done"):
         return Outcome("done", notes=[str(n) for n in final.get("notes") or []])

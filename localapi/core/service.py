@@ -22,6 +22,7 @@ from localapi.core.keys import KeyService
 from localapi.core.queue import JobQueue, WorkerPool
 from localapi.core.ratelimit import RateLimiter
 from localapi.core.retention import purge_expired
+from localapi.core.runner import ChildPool
 from localapi.core.signing import LinkSigner
 
 log = logging.getLogger("filekiln")
@@ -84,6 +85,9 @@ class Service:
             self.jobs.clean_work_dirs()
             if any(counts.values()):
                 log.info("recovered jobs: %s", counts)
+            self.jobs.children = ChildPool(workers or self.settings.workers,
+                                           self.settings.data_dir / "jobs" / "_children")
+            self.jobs.children.fill()
             self.pool = WorkerPool(self.queue, workers or self.settings.workers,
                                    self.settings.poll_interval_seconds, on_tick=self.housekeeping,
                                    tick_seconds=min(10.0, self.settings.purge_interval_seconds))
@@ -94,6 +98,9 @@ class Service:
             if self.pool is not None:
                 self.pool.stop(timeout)
                 self.pool = None
+            if self.jobs.children is not None:
+                self.jobs.children.close()
+                self.jobs.children = None
 
     _last_purge: float = 0.0
 

@@ -21,6 +21,28 @@ def slow_pdf() -> bytes:
     return image_pdf_bytes(pages=40, size=1400, seed=7)
 
 
+def job_child(server: Server, job_id: str, timeout: float = 10) -> int:
+    """The pid of the process converting ``job_id`` (recorded by the engine)."""
+    db = sqlite3.connect(server.data_dir / "filekiln.db")
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            row = db.execute("select child_pid from jobs where id = ?", (job_id,)).fetchone()
+            if row and row[0]:
+                return int(row[0])
+            time.sleep(0.02)
+    finally:
+        db.close()
+    raise AssertionError("no conversion child was recorded")
+
+
+def alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def child_pids(server: Server) -> list[int]:
     try:
         return [p.pid for p in psutil.Process(server.process.pid).children(recursive=True)]
@@ -39,15 +61,12 @@ def start_slow_job(client: httpx.Client, slow_pdf: bytes) -> str:
 def test_cancel_kills_the_running_conversion_within_2s(server: Server, client: httpx.Client,
                                                        slow_pdf: bytes) -> None:
     job_id = start_slow_job(client, slow_pdf)
-    deadline = time.monotonic() + 10
-    while not child_pids(server) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    children = child_pids(server)
-    assert children, "no conversion child process was running"
+    child = job_child(server, job_id)
+    assert alive(child)
     started = time.monotonic()
     r = client.post(f"/jobs/{job_id}/cancel")
     assert r.status_code == 200 and r.json()["status"] == "CANCELED"
-    while any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in children):
+    while alive(child):
         assert time.monotonic() - started < 2.0, "the conversion was still running 2 s after cancel"
         time.sleep(0.02)
     time.sleep(0.3)
@@ -87,7 +106,7 @@ def test_tool_timeout_fails_the_job(tmp_path: Path, slow_pdf: bytes) -> None:
             done = wait_job(c, job["id"], timeout=30)
             assert done["status"] == "FAILED" and done["errorCode"] == "timeout", done
             assert done["errorMessage"]
-            assert child_pids(srv) == [] or all(not psutil.pid_exists(p) for p in child_pids(srv))
+            assert not alive(job_child(srv, job["id"]))
     finally:
         srv.stop()
 
@@ -99,7 +118,7 @@ def test_memory_cap_fails_the_job_not_the_worker(tmp_path: Path) -> None:
     srv = start_server(data, tmp_path / "log")
     try:
         with srv.client(srv.create_key()) as c:
-            ref = upload(c, "a.pdf", image_pdf_bytes(pages=2, size=600))
+            ref = upload(c, "a.pdf", image_pdf_bytes(pages=3, size=2500))
             job = c.post("/jobs", json={"tool": "pdf-compress", "inputFileIds": [ref["id"]]}).json()
             done = wait_job(c, job["id"], timeout=60)
             assert done["status"] == "FAILED" and done["errorCode"] in ("out_of_memory", "engine_crashed"), done
@@ -120,9 +139,10 @@ def test_kill_9_mid_job_then_restart_finishes_the_job(tmp_path: Path, slow_pdf: 
         queued = [c.post("/jobs", json={"tool": "pdf-compress", "inputFileIds": [ref["id"]]}).json()["id"]
                   for _ in range(3)]
         children = child_pids(srv)
+        assert job_child(srv, job_id) in children
     srv.stop(kill=True)
     deadline = time.monotonic() + 5
-    while any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in children):
+    while any(alive(p) for p in children):
         assert time.monotonic() < deadline, "conversion children outlived the killed server"
         time.sleep(0.05)
     conn = sqlite3.connect(data / "filekiln.db")
