@@ -118,6 +118,8 @@ def sniff_bytes(head: bytes) -> str | None:  # noqa: C901 - a flat table of sign
         return "flac"
     if head[:4] == b"OggS":
         return "opus" if b"OpusHead" in head[:64] else "ogg"
+    if len(head) > 1 and head[0] == 0xFF and head[1] & 0xF6 == 0xF0:
+        return "aac"  # ADTS: an MPEG sync word whose layer bits are 00 (the branch below never sees it)
     if head[:3] == b"ID3" or (len(head) > 1 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0 and head[1] & 0x06):
         if head[:3] != b"ID3" and head[1] & 0xF6 == 0xF0:
             return "aac"  # ADTS

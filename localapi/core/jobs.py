@@ -401,8 +401,10 @@ class JobService:
                               timeout=self.settings.tool_timeouts.get(tool.id, tool.timeout_seconds),
                               on_progress=on_progress, should_cancel=should_cancel, on_tick=heartbeat,
                               pool=self.children,
-                              on_start=lambda pid: self.db.execute("update jobs set child_pid = ? where id = ?",
-                                                                   pid, job.id))
+                              on_start=lambda pid: self._record_child(job.id, pid))
+
+    def _record_child(self, job_id: str, pid: int) -> None:
+        self.db.execute("update jobs set child_pid = ? where id = ?", pid, job_id)
 
     def _finish_done(self, job: Job, out_dir: Path, work: Path, notes: list[str]) -> str:
         outputs = sorted(p for p in out_dir.iterdir() if p.is_file())
