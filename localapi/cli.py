@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", parents=[common], help="the /v1 API plus embedded workers")
     serve.add_argument("--host", default=None, help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help=f"port (default {DEFAULT_PORT})")
-    serve.add_argument("--workers", type=int, default=None, help="parallel jobs (default 2)")
+    serve.add_argument("--workers", type=int, default=None, help="parallel jobs (default 2; 0: API only)")
 
     worker = sub.add_parser("worker", parents=[common], help="workers only, on the same data dir")
     worker.add_argument("--workers", type=int, default=None)
@@ -114,7 +114,8 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         log.warning("binding to %s: FileKiln is reachable from other machines; keys are required on every call",
                     settings.host)
     service = open_service(settings)
-    service.start_workers()
+    if settings.workers > 0:  # --workers 0: API only, with `filekiln worker` processes doing the jobs
+        service.start_workers()
     config = uvicorn.Config(create_app(service), host=settings.host, port=settings.port,
                             log_level=settings.log_level, access_log=True, timeout_graceful_shutdown=5,
                             server_header=False, log_config=None)
@@ -122,6 +123,8 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     print(f"FileKiln {__version__} serving {settings.base_url} (data in {settings.data_dir})", flush=True)
     try:
         server.run()
+    except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it handled; the shutdown was clean
+        pass
     finally:
         service.close()
         print("FileKiln stopped.", flush=True)

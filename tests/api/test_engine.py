@@ -211,3 +211,52 @@ def test_1gb_upload_keeps_server_memory_flat(server: Server, api_key: str) -> No
     assert r.json()["sizeBytes"] == total
     growth = (peak - baseline) / 1024**2
     assert growth < 100, f"server RSS grew by {growth:.0f} MB during a 1 GB upload"
+
+
+def test_ctrl_c_stops_cleanly_and_the_job_runs_after_restart(tmp_path: Path, slow_pdf: bytes) -> None:
+    import signal
+
+    data = tmp_path / "data"
+    data.mkdir()
+    srv = start_server(data, tmp_path / "log1")
+    key = srv.create_key()
+    with srv.client(key) as c:
+        job_id = start_slow_job(c, slow_pdf)
+        child = job_child(srv, job_id)
+    srv.process.send_signal(signal.SIGINT)
+    assert srv.process.wait(timeout=20) == 0
+    assert not alive(child)
+    srv = start_server(data, tmp_path / "log2", port=srv.port)
+    try:
+        with srv.client(key) as c:
+            done = wait_job(c, job_id, timeout=180)
+            assert done["status"] == "DONE", done
+    finally:
+        srv.stop()
+
+
+def test_separate_worker_process_runs_jobs_of_an_api_only_server(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, png_bytes
+
+    data = tmp_path / "data"
+    data.mkdir()
+    srv = start_server(data, tmp_path / "log", "--workers", "0")
+    worker = None
+    try:
+        with srv.client(srv.create_key()) as c:
+            ref = upload(c, "a.png", png_bytes())
+            job = c.post("/jobs", json={"tool": "image-convert", "inputFileIds": [ref["id"]]}).json()
+            time.sleep(0.5)
+            assert c.get(f"/jobs/{job['id']}").json()["status"] == "QUEUED"
+            worker = subprocess.Popen([sys.executable, "-m", "filekiln", "worker", "--data-dir", str(data),
+                                       "--workers", "1"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
+            assert wait_job(c, job["id"], timeout=60)["status"] == "DONE"
+    finally:
+        if worker is not None:
+            worker.terminate()
+            assert worker.wait(timeout=20) == 0
+        srv.stop()
