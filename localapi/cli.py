@@ -255,8 +255,11 @@ def cmd_convert(args: argparse.Namespace, settings: Settings) -> int:
             return 2
         inputs.append(InputFile(path.resolve(), kind, path.name))
     from converters.base import ConversionError
+    from converters.safety import check_input
 
     try:
+        for item in inputs:
+            check_input(item.path, item.format)
         tool.precheck(inputs, model, env)
     except ConversionError as exc:
         print(f"{exc.code}: {exc.message}", file=sys.stderr)

@@ -8,6 +8,7 @@ timeouts kill this process and everything it started.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -19,6 +20,7 @@ from typing import Any
 
 from converters.base import Cancelled, Context, ConversionError, InputFile, ToolEnv
 from converters.catalogue import load_catalogue
+from converters.safety import check_input
 
 
 def _die_with_parent() -> None:
@@ -92,12 +94,21 @@ def run(spec: dict[str, Any], reporter: Reporter) -> int:
         env=env,
     )
     try:
+        for item in ctx.inputs:
+            check_input(item.path, item.format)
         tool.run(ctx)
     except ConversionError as exc:
         reporter.send({"error": exc.code, "message": exc.message})
         return 0
     except Cancelled:
         reporter.send({"error": "canceled", "message": "The job was canceled."})
+        return 0
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            reporter.send({"error": "disk_full", "message": "The disk is full; free some space and retry."})
+            return 0
+        traceback.print_exc()
+        reporter.send({"error": "engine_error", "message": f"{type(exc).__name__}: {exc}"[:500]})
         return 0
     except MemoryError:
         reporter.send({"error": "out_of_memory", "message": "The conversion needed more memory than allowed."})

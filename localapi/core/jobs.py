@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from converters.base import ConversionError, InputFile, Tool, ToolEnv
 from converters.catalogue import Catalogue
+from converters.safety import check_input
 from localapi.core.db import Database, new_id, now
 from localapi.core.errors import (
     Conflict,
@@ -216,6 +217,8 @@ class JobService:
             stored.append(f)
         inputs = [InputFile(self.files.path_of(f.id), f.format or "", f.original_name) for f in stored]
         try:
+            for item in inputs:
+                check_input(item.path, item.format)
             tool.precheck(inputs, model, self.tool_env)
         except ConversionError as exc:
             raise InvalidParams(exc.message, code=exc.code) from None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import logging
+import sqlite3
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -20,7 +22,7 @@ PROBLEM_MEDIA_TYPE = "application/problem+json"
 _TITLES = {400: "Malformed request", 401: "API key missing or invalid", 403: "Forbidden", 404: "Not found",
            405: "Method not allowed", 409: "Conflict", 410: "Gone", 413: "Request too large",
            415: "Unsupported format", 422: "Invalid parameters", 429: "Too many requests",
-           500: "Internal error", 503: "Service unavailable"}
+           500: "Internal error", 503: "Service unavailable", 507: "Insufficient storage"}
 _CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "file_too_large",
           500: "internal_error"}
 
@@ -37,6 +39,12 @@ def problem_response(status: int, code: str, detail: str, *, title: str | None =
 def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI ``responses`` entries for the problem statuses an operation can return."""
     return {s: {"model": Problem, "description": _TITLES.get(s, "Error")} for s in statuses}
+
+
+def disk_full(exc: BaseException) -> bool:
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return True
+    return isinstance(exc, sqlite3.OperationalError) and "disk is full" in str(exc)
 
 
 def install(app: FastAPI) -> None:
@@ -67,5 +75,9 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        if disk_full(exc):
+            log.error("disk full on %s %s", request.method, request.url.path)
+            return problem_response(507, "disk_full", "The disk holding FileKiln's data is full; free some space.",
+                                    title="Insufficient storage", headers={"Retry-After": "60"})
         log.exception("unexpected error on %s %s", request.method, request.url.path)
         return problem_response(500, "internal_error", "Something went wrong inside FileKiln; the log has details.")

@@ -7,13 +7,14 @@ way, and the request is refused the moment it passes the limit.
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass, field
 
 import anyio
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import ClientDisconnect, Request
 
-from localapi.core.errors import BadRequest, FileTooLarge
+from localapi.core.errors import BadRequest, FileTooLarge, InsufficientStorage
 from localapi.core.files import FileStore, UploadSink
 
 MAX_PARTS = 16
@@ -124,6 +125,14 @@ async def receive_upload(request: Request, store: FileStore, limit: int) -> Uplo
                 await flush()
         parser.finalize()
         await flush()
+        if sink is not None:
+            await anyio.to_thread.run_sync(sink.finish)
+    except OSError as exc:
+        if sink is not None:
+            sink.discard()
+        if exc.errno == errno.ENOSPC:
+            raise InsufficientStorage("The disk holding FileKiln's data is full.") from None
+        raise
     except ClientDisconnect:
         if sink is not None:
             sink.discard()
@@ -135,5 +144,4 @@ async def receive_upload(request: Request, store: FileStore, limit: int) -> Uplo
     if sink is None:
         raise BadRequest("The multipart body has no part named 'file'.", code="malformed_request",
                          errors={"file": ["required"]})
-    await anyio.to_thread.run_sync(sink.finish)
     return Upload(sink=sink, filename=filename, fields=fields)

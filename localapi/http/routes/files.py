@@ -43,7 +43,7 @@ def upload_limit(service: Service, tool_id: str | None) -> int:
 
 
 @router.post("", status_code=201, response_model=FileRefOut, openapi_extra=UPLOAD_BODY,
-             responses=problems(400, 401, 404, 409, 413, 422, 429))
+             responses=problems(400, 401, 404, 409, 413, 422, 429, 507))
 async def upload_file(
     request: Request,
     service: ServiceDep,

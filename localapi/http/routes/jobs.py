@@ -30,7 +30,7 @@ def job_out(job: Job) -> JobOut:
 
 
 @router.post("", status_code=201, response_model=JobOut,
-             responses=problems(400, 401, 402, 409, 413, 415, 422, 429, 503))
+             responses=problems(400, 401, 402, 409, 413, 415, 422, 429, 503, 507))
 def create_job(body: JobCreate, request: Request, service: ServiceDep, key: KeyDep,
                idempotency_key: Annotated[str | None, Header(max_length=255)] = None) -> Any:
     """Queue a job. With ``Idempotency-Key``, repeating the same request returns the first
