@@ -98,7 +98,7 @@ def start_server(data_dir: Path, log_path: Path, *extra: str, port: int | None =
         stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
     )
     server = Server(data_dir, port, proc, log_path, list(extra))
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"server exited early:\n{server.log()}")

@@ -13,7 +13,7 @@ class LinkSigner:
         self.secret = secret
 
     def signature(self, file_id: str, expires: int) -> str:
-        message = f"{file_id}:{expires}".encode("ascii")
+        message = f"{file_id}:{expires}".encode("utf-8", "surrogateescape")
         return hmac.new(self.secret, message, hashlib.sha256).hexdigest()
 
     def path(self, file_id: str, name: str, expires: int) -> str:
@@ -22,7 +22,8 @@ class LinkSigner:
 
     def check(self, file_id: str, expires: int, signature: str, at: float | None = None) -> str:
         """``ok``, ``tampered`` or ``expired`` (a tampered link is reported as such even when old)."""
-        if not hmac.compare_digest(self.signature(file_id, expires), signature):
+        expected = self.signature(file_id, expires).encode("ascii")
+        if not hmac.compare_digest(expected, signature.encode("utf-8", "surrogateescape")):
             return "tampered"
         if (at if at is not None else time.time()) > expires:
             return "expired"

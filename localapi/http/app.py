@@ -25,6 +25,7 @@ def create_app(service: Service) -> FastAPI:
     app = FastAPI(
         title="FileKiln API", version=API_VERSION, description=DESCRIPTION,
         openapi_url="/v1/openapi.json", docs_url="/v1/docs", redoc_url=None,
+        generate_unique_id_function=lambda route: route.name,  # operationId = the route function's name
     )
     app.state.service = service
     v1 = APIRouter(prefix="/v1")
@@ -44,6 +45,7 @@ def create_app(service: Service) -> FastAPI:
             })
             schema["security"] = [{"apiKey": []}, {"bearer": []}]
             _problem_content_types(schema)
+            _links(schema)
             app.openapi_schema = schema
         return app.openapi_schema
 
@@ -51,11 +53,40 @@ def create_app(service: Service) -> FastAPI:
     return app
 
 
+def _links(schema: dict[str, Any]) -> None:
+    """OpenAPI links: what a client can do next with the id a creation returned."""
+    paths = schema["paths"]
+    from_id = {"id": "$response.body#/id"}
+    paths["/v1/files"]["post"]["responses"]["201"]["links"] = {
+        "GetFile": {"operationId": "get_file", "parameters": from_id},
+        "DeleteFile": {"operationId": "delete_file", "parameters": from_id},
+    }
+    paths["/v1/jobs"]["post"]["responses"]["201"]["links"] = {
+        "GetJob": {"operationId": "get_job", "parameters": from_id},
+        "GetResult": {"operationId": "get_result", "parameters": from_id},
+        "CancelJob": {"operationId": "cancel_job", "parameters": from_id},
+        "DeleteJob": {"operationId": "delete_job", "parameters": from_id},
+    }
+
+
+# operations that answer without a key (the contract's machine-readable description); "{}" = anonymous
+ANONYMOUS_OK = {("/v1/jobs/{id}", "get"), ("/v1/jobs/{id}/result", "get"), ("/v1/health", "get")}
+NO_AUTH = {("/v1/downloads/{file_id}/{name}", "get")}
+
+
 def _problem_content_types(schema: dict[str, Any]) -> None:
-    """Error responses are problem+json, not plain JSON."""
-    for path in schema.get("paths", {}).values():
-        for operation in path.values():
+    """Error responses are problem+json with the Problem schema (FastAPI's default 422 included);
+    operations that need no key say so."""
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    components.pop("HTTPValidationError", None)
+    components.pop("ValidationError", None)
+    problem = {"schema": {"$ref": "#/components/schemas/Problem"}}
+    for path, item in schema.get("paths", {}).items():
+        for method, operation in item.items():
             for status, response in operation.get("responses", {}).items():
-                content = response.get("content", {})
-                if status.isdigit() and int(status) >= 400 and "application/json" in content:
-                    content[PROBLEM_MEDIA_TYPE] = content.pop("application/json")
+                if status.isdigit() and int(status) >= 400:
+                    response["content"] = {PROBLEM_MEDIA_TYPE: problem}
+            if (path, method) in ANONYMOUS_OK:
+                operation["security"] = [{}, {"apiKey": []}, {"bearer": []}]
+            elif (path, method) in NO_AUTH:
+                operation["security"] = []

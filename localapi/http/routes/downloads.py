@@ -72,7 +72,7 @@ class RangeNotSatisfiable(ServiceError):
                        206: {"description": "Part of the file (Range)"}})
 async def download(
     service: ServiceDep,
-    file_id: Annotated[str, Path(max_length=60)],
+    file_id: Annotated[str, Path(pattern=r"^file_[0-9a-f]{32}$")],
     name: Annotated[str, Path(max_length=400)],
     expires: Annotated[int, Query(ge=0, le=2**40)],
     signature: Annotated[str, Query(max_length=128)],

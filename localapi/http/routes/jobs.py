@@ -18,6 +18,8 @@ from localapi.http.schemas import JobCreate, JobOut, JobPageOut, JobStatus, Resu
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 
+CURSOR_PATTERN = r"^[0-9]{1,12}(\.[0-9]{1,9})?~job_[0-9a-f]{32}$"  # strict: whatever matches, parses
+
 
 def job_out(job: Job) -> JobOut:
     return JobOut(
@@ -61,7 +63,7 @@ def list_jobs(
     status: JobStatus | None = None,
     tool: Annotated[str | None, Query(max_length=100)] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    cursor: Annotated[str | None, Query(max_length=200, pattern=r"^[0-9.e+\-]+~job_[0-9a-f]{32}$")] = None,
+    cursor: Annotated[str | None, Query(max_length=200, pattern=CURSOR_PATTERN)] = None,
 ) -> JobPageOut:
     """This key's jobs, newest first; follow ``nextCursor`` for the next page."""
     try:

@@ -1,0 +1,111 @@
+"""Desktop fixtures: a real service per test (own data dir), the app's models, and a window whose
+outside-world actions (clipboard, browser, dialogs, notifications) are recorded instead of done."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from pytestqt.qtbot import QtBot
+
+from desktop.context import Desktop
+from desktop.main_window import MainWindow
+from desktop.views.shell import STAY, Shell
+from localapi.config import load_settings
+from localapi.core.service import Service
+from tests.conftest import free_port, image_pdf_bytes
+
+
+@dataclass
+class Recorder:
+    copied: list[str] = field(default_factory=list)
+    urls: list[str] = field(default_factory=list)
+    opened: list[Path] = field(default_factory=list)
+    revealed: list[Path] = field(default_factory=list)
+    notes: list[tuple[str, str]] = field(default_factory=list)
+    themes: list[str] = field(default_factory=list)
+    quits: int = 0
+    close_answer: str = STAY
+    close_asked: list[tuple[int, bool]] = field(default_factory=list)
+    confirm_answer: bool = True
+    confirmed: list[str] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+
+    def quit(self) -> None:
+        self.quits += 1
+
+    def ask_on_close(self, running: int, can_hide: bool) -> str:
+        self.close_asked.append((running, can_hide))
+        return self.close_answer
+
+    def confirm(self, title: str, text: str) -> bool:
+        self.confirmed.append(text)
+        return self.confirm_answer
+
+    def shell(self) -> Shell:
+        return Shell(copy=self.copied.append, open_url=self.urls.append, open_path=self.opened.append,
+                     reveal=self.revealed.append, apply_theme=self.themes.append, quit_app=self.quit,
+                     notify=lambda title, text: self.notes.append((title, text)), ask_on_close=self.ask_on_close,
+                     confirm=self.confirm, choose_files=lambda: list(self.files),
+                     choose_folder=lambda start: None, ask_text=lambda title, label: self.texts.pop(0))
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[Service]:
+    svc = Service.open(load_settings(tmp_path / "data", port=free_port()))
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
+def desktop(service: Service, qapp: object) -> Iterator[Desktop]:
+    app_desktop = Desktop.create(service, poll_ms=100)
+    yield app_desktop
+    app_desktop.shutdown()
+
+
+@pytest.fixture
+def recorder() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+def window(desktop: Desktop, recorder: Recorder, qtbot: QtBot) -> Iterator[MainWindow]:
+    main = MainWindow(desktop, recorder.shell())
+    qtbot.addWidget(main)
+    main.show()
+    desktop.start(start_api=False)
+    qtbot.waitUntil(lambda: desktop.workers_started, timeout=30_000)
+    yield main
+    main.quitting = True
+
+
+@pytest.fixture(scope="session")
+def slow_pdf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An image-heavy 20-page PDF: pdf-compress at level extreme takes several seconds on it.
+
+    Two distinct pages repeated (making 20 distinct ones costs a minute on a busy machine);
+    each copy keeps its own images, so the work per page is the same."""
+    import pymupdf
+
+    pages = pymupdf.open(stream=image_pdf_bytes(pages=2, size=1400), filetype="pdf")
+    doc = pymupdf.open()
+    for _ in range(10):
+        doc.insert_pdf(pages)
+    path = tmp_path_factory.mktemp("slow") / "scan.pdf"
+    doc.save(path)
+    return path
+
+
+def wait_for(qtbot: QtBot, check: Callable[[], bool], timeout: float = 60) -> None:
+    qtbot.waitUntil(check, timeout=int(timeout * 1000))
+
+
+def pump(qtbot: QtBot, seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        qtbot.wait(20)

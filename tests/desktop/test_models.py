@@ -1,0 +1,138 @@
+"""View models, tested without windows: rowCount, data, and what they filter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QModelIndex, Qt
+
+from desktop.models.engines import engine_rows
+from desktop.models.files import FileListModel, FormatRole, scan_files
+from desktop.models.jobs import BatchTracker, JobRow, JobsModel, ProgressRole
+from desktop.models.keys import KeysModel
+from desktop.models.tools import ToolIdRole, ToolInfo, ToolTreeModel, tools_for_formats
+from localapi.core.db import Database
+from localapi.core.keys import KeyService
+from tests.conftest import png_bytes
+
+
+def tool(tool_id: str, category: str, accepts: tuple[str, ...], available: bool = True) -> ToolInfo:
+    return ToolInfo(tool_id, category, tool_id.replace("-", " ").title(), f"{tool_id} does things", accepts,
+                    ("pdf",), {}, False, 10**9, available, None if available else "missing engine")
+
+
+TOOLS = [tool("pdf-compress", "pdf", ("pdf",)), tool("pdf-merge", "pdf", ("pdf", "png", "jpg")),
+         tool("image-convert", "images", ("png", "jpg")), tool("ocr-pdf", "ocr", ("pdf", "png"), available=False)]
+
+
+def test_tools_for_formats_needs_every_file_accepted() -> None:
+    assert [t.id for t in tools_for_formats(TOOLS, {"pdf"})] == ["pdf-compress", "pdf-merge", "ocr-pdf"]
+    assert [t.id for t in tools_for_formats(TOOLS, {"pdf", "png"})] == ["pdf-merge", "ocr-pdf"]
+    assert tools_for_formats(TOOLS, {"png", None}) == []
+    assert len(tools_for_formats(TOOLS, None)) == len(TOOLS)
+
+
+def test_tools_search_matches_words_in_any_order() -> None:
+    assert [t.id for t in tools_for_formats(TOOLS, None, "merge PDF")] == ["pdf-merge"]
+    assert [t.id for t in tools_for_formats(TOOLS, None, "images")] == ["image-convert"]
+
+
+def test_tool_tree_groups_by_category_and_disables_unavailable_tools(qapp: object) -> None:
+    model = ToolTreeModel(TOOLS)
+    model.set_formats({"png"})
+    groups = {model.index(r, 0).data(): [model.index(c, 0, model.index(r, 0)).data(ToolIdRole)
+                                          for c in range(model.rowCount(model.index(r, 0)))]
+              for r in range(model.rowCount())}
+    assert groups == {"PDF": ["pdf-merge"], "Images": ["image-convert"], "OCR": ["ocr-pdf"]}
+    ocr = model.index(0, 0, model.index(2, 0))
+    assert not ocr.flags() & Qt.ItemFlag.ItemIsEnabled
+    assert "missing engine" in ocr.data(Qt.ItemDataRole.ToolTipRole)
+    model.set_query("convert")
+    assert model.visible_ids() == ["image-convert"]
+
+
+def test_file_list_model_shows_name_size_and_sniffed_type(qapp: object, tmp_path: Path) -> None:
+    (tmp_path / "photo.dat").write_bytes(png_bytes())
+    (tmp_path / "notes.txt").write_text("hello")
+    model = FileListModel(lambda p: "png" if p.suffix == ".dat" else None)
+    model.add_entries(scan_files([tmp_path], [], model._sniff))
+    assert model.rowCount() == 2 and model.columnCount() == 3
+    rows = {model.index(r, 0).data(): r for r in range(2)}
+    photo = rows["photo.dat"]
+    assert model.index(photo, 2).data() == "PNG" and model.index(photo, 0).data(FormatRole) == "png"
+    assert model.index(rows["notes.txt"], 2).data() == "unknown"
+    assert model.index(photo, 1).data().endswith("bytes")
+    assert model.add_entries(scan_files([tmp_path / "photo.dat"], [], model._sniff)) == 0  # no duplicates
+    model.remove_rows([photo])
+    assert [e.path.name for e in model.entries] == ["notes.txt"]
+
+
+def row(job_id: str, status: str = "QUEUED", progress: int = 0, created: float = 1.0) -> JobRow:
+    return JobRow(job_id, "image-convert", "Convert image", "a.png", "This app", status, progress, created)
+
+
+def test_jobs_model_applies_snapshots_in_place(qapp: object) -> None:
+    model = JobsModel(clock=lambda: 100.0)
+    inserted: list[int] = []
+    removed: list[int] = []
+    model.rowsInserted.connect(lambda parent, first, last: inserted.append(first))
+    model.rowsRemoved.connect(lambda parent, first, last: removed.append(first))
+    model.modelReset.connect(lambda: pytest.fail("a live update must not reset the table"))
+    model.apply([row("b", created=2), row("a")])
+    model.apply([row("c", created=3), row("b", "PROCESSING", 40, 2), row("a", "DONE", 100)])
+    assert [r.id for r in model.rows] == ["c", "b", "a"]
+    assert model.index(1, JobsModel.PROGRESS_COLUMN).data(ProgressRole) == 40
+    assert model.index(1, 3).data() == "Converting 40%"
+    assert model.active_count == 2
+    model.apply([row("c", created=3), row("a", "DONE", 100)])
+    assert [r.id for r in model.rows] == ["c", "a"] and removed == [1]
+    assert inserted == [0, 1, 0]
+
+
+def test_failed_jobs_say_what_went_wrong_in_words_with_details() -> None:
+    failed = JobRow("j", "pdf-compress", "Compress PDF", "a.pdf", "This app", "FAILED", 12, 1.0,
+                    error_code="password_protected", error_message="needs a password: raw engine text")
+    assert failed.status_label.startswith("Failed: The file is protected by a password")
+    assert "raw engine text" in failed.error_details and "password_protected" in failed.error_details
+
+
+def test_batch_tracker_reports_a_batch_once_when_all_its_jobs_end() -> None:
+    tracker = BatchTracker()
+    tracker.add("b", ["j1", "j2"])
+    assert tracker.update({}) == []  # not seen yet: still waiting
+    assert tracker.update({"j1": "DONE", "j2": "PROCESSING"}) == []
+    [summary] = tracker.update({"j1": "DONE", "j2": "FAILED"})
+    assert (summary.done, summary.failed) == (1, 1) and summary.message == "1 done, 1 failed."
+    assert tracker.update({"j1": "DONE", "j2": "FAILED"}) == []
+
+
+def test_keys_model_lists_keys_with_use_and_status(qapp: object, tmp_path: Path) -> None:
+    keys = KeyService(Database(tmp_path / "filekiln.db"))
+    model = KeysModel(keys)
+    assert model.rowCount() == 0
+    key, secret = model.create("backup", 5)
+    model.create("sync", None)
+    assert model.rowCount() == 2
+    first = [model.index(0, c).data() for c in range(model.columnCount())]
+    assert first[0] == "backup" and first[1] == key.prefix + "…" and first[3] == "never"
+    assert first[4] == "0 of 5" and first[5] == "active"
+    assert all(secret not in str(model.index(r, c).data()) for r in range(2) for c in range(6))
+    model.revoke(key.id)
+    assert model.index(0, 5).data().startswith("revoked")
+    assert model.index(0, 0, QModelIndex()).data(Qt.ItemDataRole.FontRole).strikeOut()
+
+
+def test_engine_rows_cover_reported_engines_and_the_optional_ones(tmp_path: Path) -> None:
+    (tmp_path / "tessdata").mkdir()
+    (tmp_path / "tessdata" / "deu.traineddata").write_bytes(b"x")
+    rows = engine_rows({"engines": {"Pillow": {"available": True, "version": "11.0"},
+                                    "typst": {"available": False, "version": None}}},
+                       {"Pillow": ["image-convert"]}, tmp_path, {"llm_provider": "openai"},
+                       which=lambda name: "/usr/bin/soffice" if name == "soffice" else None)
+    by = {r.name: r for r in rows}
+    assert by["Pillow"].available and by["Pillow"].version == "11.0" and by["Pillow"].used_by == "image-convert"
+    assert not by["typst"].available and by["typst"].status == "missing"
+    assert by["LibreOffice"].available and not by["Calibre"].available
+    assert "deu" in by["Tesseract languages"].version
+    assert by["LLM"].available and not by["Whisper models"].available

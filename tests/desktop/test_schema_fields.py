@@ -1,0 +1,94 @@
+"""Reading tools' JSON Schemas into form fields, and checking values against them (no widgets)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from desktop.schema_fields import (
+    coerce_number_or_text,
+    fields_from_schema,
+    params_from_values,
+    validate_value,
+)
+from localapi.config import load_settings
+from localapi.core.service import Service
+
+
+@pytest.fixture(scope="module")
+def schemas(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    service = Service.open(load_settings(tmp_path_factory.mktemp("data")))
+    try:
+        return {t.id: t.params.model_json_schema(by_alias=True) for t in service.catalogue}
+    finally:
+        service.close()
+
+
+def by_name(schema: dict[str, Any]) -> dict[str, Any]:
+    return {f.name: f for f in fields_from_schema(schema)}
+
+
+def test_every_catalogue_schema_reads_without_error(schemas: dict[str, dict[str, Any]]) -> None:
+    for tool_id, schema in schemas.items():
+        for spec in fields_from_schema(schema):
+            assert spec.kind in {"enum", "integer", "number", "boolean", "string", "pages", "multi",
+                                 "number-or-text"}, (tool_id, spec)
+            assert validate_value(spec, spec.initial) in (None, "required"), (tool_id, spec)
+
+
+def test_pdf_rotate_has_an_integer_enum_and_a_page_range(schemas: dict[str, dict[str, Any]]) -> None:
+    fields = by_name(schemas["pdf-rotate"])
+    assert fields["angle"].kind == "enum" and fields["angle"].options == (90, 180, 270)
+    assert fields["angle"].default == 90
+    assert fields["pages"].kind == "pages" and fields["pages"].default == "1-"
+
+
+def test_optional_numbers_are_nullable_with_their_range(schemas: dict[str, dict[str, Any]]) -> None:
+    bitrate = by_name(schemas["audio-convert"])["bitrate"]
+    assert bitrate.kind == "integer" and bitrate.nullable
+    assert (bitrate.minimum, bitrate.maximum) == (8, 512)
+    assert validate_value(bitrate, None) is None
+    assert validate_value(bitrate, 4) == "must be at least 8"
+    assert validate_value(bitrate, 600) == "must be at most 512"
+
+
+def test_exclusive_minimum_is_kept(schemas: dict[str, dict[str, Any]]) -> None:
+    fps = by_name(schemas["video-to-gif"])["fps"]
+    assert fps.kind == "number" and fps.exclusive_minimum and fps.minimum == 0
+    assert validate_value(fps, 0) == "must be more than 0"
+    assert validate_value(fps, 0.5) is None
+
+
+def test_required_secret_and_several_of_a_list(schemas: dict[str, dict[str, Any]]) -> None:
+    fields = by_name(schemas["pdf-protect"])
+    password = fields["userPassword"]
+    assert password.required and password.secret
+    assert validate_value(password, None) == "required"
+    assert fields["permissions"].kind == "multi" and "print" in fields["permissions"].options
+
+
+def test_page_ranges_are_validated(schemas: dict[str, dict[str, Any]]) -> None:
+    pages = by_name(schemas["pdf-extract-pages"])["pages"]
+    assert pages.required
+    for good in ("1", "1-3,5,8-", " 2 - 4 , 7 ", "-3"):
+        assert validate_value(pages, good) is None, good
+    for bad in ("a", "1,,2", "1-3;5", "0x2"):
+        assert validate_value(pages, bad) is not None, bad
+
+
+def test_number_or_text_fields_take_either(schemas: dict[str, dict[str, Any]]) -> None:
+    at = by_name(schemas["video-thumbnail"])["at"]
+    assert at.kind == "number-or-text" and at.default == "10%"
+    assert coerce_number_or_text("12.5") == 12.5
+    assert coerce_number_or_text("3") == 3
+    assert coerce_number_or_text("50%") == "50%"
+    assert coerce_number_or_text(" ") is None
+
+
+def test_params_hold_only_choices_that_differ_from_defaults(schemas: dict[str, dict[str, Any]]) -> None:
+    specs = fields_from_schema(schemas["pdf-rotate"])
+    assert params_from_values(specs, {"angle": 90, "pages": "1-"}) == {}
+    assert params_from_values(specs, {"angle": 180, "pages": "2-4"}) == {"angle": 180, "pages": "2-4"}
+    specs = fields_from_schema(schemas["audio-convert"])
+    assert params_from_values(specs, {"bitrate": None, "channels": 1}) == {"channels": 1}
