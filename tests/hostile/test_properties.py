@@ -1,0 +1,89 @@
+"""Hypothesis over file names, params objects, ranges and multipart shapes: never a crash."""
+
+from __future__ import annotations
+
+import httpx
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from converters.catalogue import load_catalogue
+from converters.sniff import sniff_bytes
+from localapi.core.errors import ServiceError
+from localapi.core.files import display_name
+from localapi.http.routes.downloads import content_disposition, parse_range
+from tests.conftest import Server
+
+BIDI = set("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+@given(st.text(max_size=2000))
+def test_display_names_are_always_safe(name: str) -> None:
+    shown = display_name(name)
+    assert shown and len(shown) <= 200
+    assert "/" not in shown and "\\" not in shown and not shown.startswith(".")
+    assert not any(ord(c) < 32 or ord(c) == 127 or c in BIDI for c in shown)
+
+
+@given(st.text(max_size=300))
+def test_content_disposition_never_breaks_the_header(name: str) -> None:
+    value = content_disposition(display_name(name))
+    value.encode("latin-1")
+    assert "\r" not in value and "\n" not in value and value.count('"') == 2
+
+
+@given(st.binary(max_size=512))
+def test_sniffing_never_raises(head: bytes) -> None:
+    sniff_bytes(head)
+
+
+@given(st.text(max_size=40), st.integers(min_value=0, max_value=10**12))
+def test_range_parsing_answers_or_refuses(header: str, size: int) -> None:
+    try:
+        parsed = parse_range(header, size)
+    except ServiceError as exc:
+        assert exc.code == "range_not_satisfiable"
+        return
+    if parsed is not None:
+        start, end = parsed
+        assert 0 <= start <= end < size
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner,
+                                                                                max_size=3), max_leaves=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from([t.id for t in load_catalogue()]), st.dictionaries(st.text(max_size=15), JSON, max_size=4))
+def test_params_models_validate_or_refuse_cleanly(tool_id: str, params: dict[str, object]) -> None:
+    tool = load_catalogue().get(tool_id)
+    assert tool is not None
+    try:
+        model = tool.params.model_validate(params)
+    except ValidationError:
+        return
+    model.model_dump(mode="json", by_alias=True)
+
+
+PART = st.tuples(st.sampled_from(["file", "other", "", "fïle", "x" * 300]),
+                 st.one_of(st.none(), st.text(max_size=30)), st.binary(max_size=200))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(PART, max_size=20), boundary=st.sampled_from(["b", "x" * 70, "-_-"]), truncate=st.booleans())
+def test_multipart_shapes_get_a_documented_answer(server: Server, api_key: str, parts: list[tuple[str, str | None,
+                                                  bytes]], boundary: str, truncate: bool) -> None:
+    body = b""
+    for name, filename, data in parts:
+        disposition = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename is not None else "")
+        body += f"--{boundary}\r\nContent-Disposition: {disposition}\r\n\r\n".encode("utf-8", "replace")
+        body += data + b"\r\n"
+    body += f"--{boundary}--\r\n".encode()
+    if truncate:
+        body = body[: len(body) // 2]
+    r = httpx.post(f"{server.base_url}/files", content=body, timeout=30,
+                   headers={"X-API-Key": api_key, "Content-Type": f"multipart/form-data; boundary={boundary}"})
+    assert r.status_code in (201, 400), r.text
+    assert r.headers["content-type"].startswith("application/problem+json" if r.status_code == 400
+                                                else "application/json")
