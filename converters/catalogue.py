@@ -6,6 +6,7 @@ A new tool family slots in by adding a module there; nothing else changes.
 from __future__ import annotations
 
 import importlib
+import logging
 import pkgutil
 from collections.abc import Iterator
 from functools import cache
@@ -13,10 +14,13 @@ from functools import cache
 from converters import tools as _tools_pkg
 from converters.base import Tool
 
+log = logging.getLogger("filekiln.catalogue")
+
 
 class Catalogue:
-    def __init__(self, tools: list[Tool]) -> None:
+    def __init__(self, tools: list[Tool], broken: dict[str, str] | None = None) -> None:
         self._tools = {tool.id: tool for tool in tools}
+        self.broken = broken or {}  # module name -> why it could not be loaded
         if len(self._tools) != len(tools):
             raise ValueError("duplicate tool ids in the catalogue")
 
@@ -47,8 +51,15 @@ def tool_modules() -> list[str]:
 
 @cache
 def load_catalogue() -> Catalogue:
+    """Every tool module's tools. A module that fails to import loses its own tools only."""
     tools: list[Tool] = []
+    broken: dict[str, str] = {}
     for name in tool_modules():
-        module = importlib.import_module(name)
+        try:
+            module = importlib.import_module(name)
+        except Exception as exc:
+            log.exception("tool module %s could not be loaded", name)
+            broken[name] = f"{type(exc).__name__}: {exc}"
+            continue
         tools.extend(getattr(module, "TOOLS", []))
-    return Catalogue(tools)
+    return Catalogue(tools, broken)

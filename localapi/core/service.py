@@ -120,7 +120,8 @@ class Service:
         for tool in self.catalogue:
             for engine in tool.engines:
                 engines.setdefault(engine.name, {"available": engine.available(), "version": engine.version()})
-        return {"engines": engines, "maintenance": self.jobs.maintenance,
+        return {"engines": engines, "brokenModules": dict(self.catalogue.broken),
+                "maintenance": self.jobs.maintenance,
                 "workers": self.pool is not None, "queued": self.queue.pending()}
 
     # ---- helpers for the desktop app, which never imports engines ----

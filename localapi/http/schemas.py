@@ -103,6 +103,7 @@ class HealthOut(BaseModel):
     workers: bool
     queued: int
     engines: dict[str, dict[str, Any]]
+    brokenModules: dict[str, str] = Field(default_factory=dict, description="tool modules that failed to load")
 
 
 class UsageOut(BaseModel):
