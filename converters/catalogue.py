@@ -10,6 +10,7 @@ import logging
 import pkgutil
 from collections.abc import Iterator
 from functools import cache
+from types import ModuleType
 
 from converters import tools as _tools_pkg
 from converters.base import Tool
@@ -41,20 +42,24 @@ class Catalogue:
         return [t for t in self if formats and formats <= set(t.accepts)]
 
 
-def tool_modules() -> list[str]:
+def tool_modules(package: ModuleType = _tools_pkg) -> list[str]:
     return sorted(
-        f"{_tools_pkg.__name__}.{info.name}"
-        for info in pkgutil.iter_modules(_tools_pkg.__path__)
+        f"{package.__name__}.{info.name}"
+        for info in pkgutil.iter_modules(package.__path__)
         if not info.name.startswith("_")
     )
 
 
 @cache
 def load_catalogue() -> Catalogue:
-    """Every tool module's tools. A module that fails to import loses its own tools only."""
+    return discover(_tools_pkg)
+
+
+def discover(package: ModuleType) -> Catalogue:
+    """Every tool of every module in ``package``. A module that fails to import loses its own tools only."""
     tools: list[Tool] = []
     broken: dict[str, str] = {}
-    for name in tool_modules():
+    for name in tool_modules(package):
         try:
             module = importlib.import_module(name)
         except Exception as exc:
