@@ -13,7 +13,13 @@ throw-away hardened profile instead: slower (a cold start per file) but equally 
 
 Settings read (all optional): ``libreoffice_path``, ``office_python``, ``office_profile_dir``,
 ``office_instances``, ``office_max_conversions``, ``office_timeout_seconds``, ``office_mode``
-(``warm`` | ``cold``).
+(``warm`` | ``cold``), ``office_slot_dir``.
+
+Job processes are short-lived, so the job engine gives each of its workers a *slot*
+(``office_slot_dir``): the soffice started there outlives the job that started it and is adopted
+by the next job of that worker (its pid and pipe are in ``state.json``). Only the bridge is per
+job. The engine ends a slot's soffice with :func:`stop_slot` when a job did not finish cleanly,
+and all of them when the workers stop.
 """
 
 from __future__ import annotations
@@ -195,7 +201,10 @@ def font_env(font_dirs: Sequence[Path]) -> dict[str, str]:
 class OfficeInstance:
     """One warm soffice plus its bridge. Not thread-safe by itself: the pool hands it to one caller at a time."""
 
-    def __init__(self, soffice: str, python: str, profile: Path, max_conversions: int, env: dict[str, str]) -> None:
+    def __init__(self, soffice: str, python: str, profile: Path, max_conversions: int, env: dict[str, str],
+                 state_file: Path | None = None) -> None:
+        self.state_file = state_file  # set in slot mode: soffice outlives this process
+        self._adopted: int | None = None  # pid of a slot's soffice started by an earlier job
         self.soffice = soffice
         self.python = python
         self.profile = profile
@@ -210,22 +219,39 @@ class OfficeInstance:
 
     @property
     def running(self) -> bool:
-        return (
-            self._office is not None
-            and self._office.poll() is None
-            and self._bridge is not None
-            and self._bridge.poll() is None
-        )
+        office_alive = (self._office is not None and self._office.poll() is None) or (
+            self._adopted is not None and _alive(self._adopted))
+        return office_alive and self._bridge is not None and self._bridge.poll() is None
+
+    def _adopt(self) -> str | None:
+        """The pipe of this slot's soffice when one is still running."""
+        if self.state_file is None or not self.state_file.is_file():
+            return None
+        try:
+            state = json.loads(self.state_file.read_text())
+            pid, pipe = int(state["pid"]), str(state["pipe"])
+        except (OSError, ValueError, KeyError):
+            return None
+        if not _is_our_office(pid, pipe):
+            self.state_file.unlink(missing_ok=True)
+            return None
+        self._adopted = pid
+        return pipe
 
     def start(self) -> None:
-        self.stop()
-        seed_profile(self.profile)
-        pipe = f"filekiln-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        self._office = subprocess.Popen(
-            listen_command(self.soffice, self.profile, pipe),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            env=self.env, **popen_kwargs(),  # type: ignore[call-overload]
-        )
+        self.stop(keep_office=True)
+        pipe = self._adopt()
+        if pipe is None:
+            self.stop()
+            seed_profile(self.profile)
+            pipe = f"filekiln-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+            self._office = subprocess.Popen(
+                listen_command(self.soffice, self.profile, pipe),
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                env=self.env, **popen_kwargs(),  # type: ignore[call-overload]
+            )
+            if self.state_file is not None:
+                write_state(self.state_file, self._office.pid, pipe)
         log = open(self.profile / "bridge.log", "ab")  # noqa: SIM115 - handed to the child
         try:
             self._bridge = subprocess.Popen(
@@ -267,8 +293,10 @@ class OfficeInstance:
             except queue.Empty:
                 continue
 
-    def stop(self) -> None:
-        for proc in (self._bridge, self._office):
+    def stop(self, keep_office: bool = False) -> None:
+        """Stop the bridge and, unless ``keep_office`` (a slot's instance at a job's clean end), soffice."""
+        procs = [self._bridge] if keep_office else [self._bridge, self._office]
+        for proc in procs:
             if proc is not None and proc.poll() is None:
                 kill_tree(proc)
         if self._bridge is not None and self._bridge.stdin is not None:
@@ -276,7 +304,14 @@ class OfficeInstance:
                 self._bridge.stdin.close()
             except OSError:
                 pass
-        self._office = self._bridge = None
+        self._bridge = None
+        if not keep_office:
+            if self._adopted is not None:
+                _kill_pid(self._adopted)
+            if self.state_file is not None:
+                self.state_file.unlink(missing_ok=True)
+            self._office = None
+            self._adopted = None
 
     def convert(
         self,
@@ -351,6 +386,9 @@ class OfficePool:
 
     def close(self) -> None:
         for instance in self.instances:
+            if instance.state_file is not None and instance.running:
+                instance.stop(keep_office=True)  # the slot's soffice waits for the next job
+                continue
             instance.stop()
             shutil.rmtree(instance.profile, ignore_errors=True)
 
@@ -377,9 +415,16 @@ def _sweep_stale_profiles(base: Path) -> None:
 def get_pool(env: ToolEnv, soffice: str, python: str, font_dirs: Sequence[Path]) -> OfficePool:
     """This process's pool for ``soffice`` (created on first need, closed at exit)."""
     base = profile_base(env)
-    key = (soffice, python, str(base))
+    slot = env.settings.get("office_slot_dir")
+    key = (soffice, python, str(slot or base))
     with _POOLS_LOCK:
         pool = _POOLS.get(key)
+        if pool is None and slot:
+            limit = max(1, int(env.settings.get("office_max_conversions", DEFAULT_MAX_CONVERSIONS)))
+            slot_dir = Path(str(slot))
+            slot_dir.mkdir(parents=True, exist_ok=True)
+            pool = _POOLS[key] = OfficePool([OfficeInstance(
+                soffice, python, slot_dir / "profile", limit, font_env(font_dirs), state_file=slot_dir / "state.json")])
         if pool is None:
             _sweep_stale_profiles(base)
             size = max(1, int(env.settings.get("office_instances", 1)))
@@ -391,6 +436,62 @@ def get_pool(env: ToolEnv, soffice: str, python: str, font_dirs: Sequence[Path])
             ]
             pool = _POOLS[key] = OfficePool(instances)
         return pool
+
+
+def write_state(path: Path, pid: int, pipe: str) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"pid": pid, "pipe": pipe}))
+    os.replace(tmp, path)
+
+
+def _alive(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _is_our_office(pid: int, pipe: str) -> bool:
+    """``pid`` is still the soffice that listens on ``pipe`` (pids are reused)."""
+    import psutil
+
+    try:
+        return _alive(pid) and any(pipe in part for part in psutil.Process(pid).cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def _kill_pid(pid: int) -> None:
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        victims = [proc, *proc.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return
+    for victim in victims:
+        try:
+            victim.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(victims, timeout=5)
+
+
+def stop_slot(slot_dir: Path) -> bool:
+    """End the soffice a worker slot keeps between jobs; True if one was running."""
+    state = slot_dir / "state.json"
+    try:
+        data = json.loads(state.read_text())
+        pid, pipe = int(data["pid"]), str(data["pipe"])
+    except (OSError, ValueError, KeyError):
+        return False
+    running = _is_our_office(pid, pipe)
+    if running:
+        _kill_pid(pid)
+    state.unlink(missing_ok=True)
+    return running
 
 
 @atexit.register

@@ -121,6 +121,9 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
                             server_header=False, log_config=None)
     server = uvicorn.Server(config)
     print(f"FileKiln {__version__} serving {settings.base_url} (data in {settings.data_dir})", flush=True)
+    # uvicorn handles SIGINT/SIGTERM, then raises the signal again once it has stopped; with this
+    # handler in place, SIGTERM too ends in the clean shutdown below instead of killing the process
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         server.run()
     except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it handled; the shutdown was clean
@@ -129,6 +132,10 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         service.close()
         print("FileKiln stopped.", flush=True)
     return 0 if server.started else 1
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import shutil
 import socket
 import sqlite3
@@ -18,6 +19,7 @@ from pydantic import ValidationError
 
 from converters.base import ConversionError, InputFile, Tool, ToolEnv
 from converters.catalogue import Catalogue
+from converters.office import stop_slot
 from converters.safety import check_input
 from localapi.core.db import Database, new_id, now
 from localapi.core.errors import (
@@ -140,6 +142,7 @@ class JobService:
         self.settings = settings
         self.enqueue = enqueue
         self.children: ChildPool | None = None  # warm children, while workers run
+        self._slots: queue.SimpleQueue[Path] = queue.SimpleQueue()  # per-worker dirs for engines kept warm
         self.settings.jobs_dir.mkdir(parents=True, exist_ok=True)
 
     # ---- runtime switches, shared by every process through the database ----
@@ -328,6 +331,22 @@ class JobService:
 
     # ---- execution (called from a worker) ----
 
+    def open_slots(self, count: int) -> None:
+        """One slot per worker thread: an engine that outlives a job (LibreOffice) lives in a slot."""
+        self.close_slots()
+        base = self.settings.models_dir.parent / "office"
+        for n in range(count):
+            slot = base / f"slot-{n}"
+            stop_slot(slot)  # a soffice left by a crashed run
+            self._slots.put(slot)
+
+    def close_slots(self) -> None:
+        while True:
+            try:
+                stop_slot(self._slots.get_nowait())
+            except queue.Empty:
+                return
+
     def claim(self, job_id: str, worker: str) -> bool:
         t = now()
         return self.db.execute(
@@ -367,6 +386,21 @@ class JobService:
             shutil.rmtree(work, ignore_errors=True)
 
     def _run(self, job: Job, tool: Tool, out_dir: Path, log_path: Path, stopping: Callable[[], bool]) -> Outcome:
+        try:
+            slot: Path | None = self._slots.get_nowait()
+        except queue.Empty:
+            slot = None
+        try:
+            outcome = self._run_in(job, tool, out_dir, log_path, stopping, slot)
+            if slot is not None and outcome.status != "done":
+                stop_slot(slot)  # the job may have left its LibreOffice mid-conversion
+            return outcome
+        finally:
+            if slot is not None:
+                self._slots.put(slot)
+
+    def _run_in(self, job: Job, tool: Tool, out_dir: Path, log_path: Path, stopping: Callable[[], bool],
+                slot: Path | None) -> Outcome:
         inputs = []
         for file_id in job.input_file_ids:
             f = self.files.get(file_id, any_owner=True)
@@ -374,7 +408,8 @@ class JobService:
         spec = {
             "tool": tool.id, "inputs": inputs, "params": job.params, "outputFormat": job.output_format,
             "outDir": str(out_dir), "modelsDir": str(self.settings.models_dir),
-            "settings": self.settings.tool_settings, "memoryLimitMb": self.settings.memory_limit_mb,
+            "settings": {**self.settings.tool_settings, **({"office_slot_dir": str(slot)} if slot else {})},
+            "memoryLimitMb": self.settings.memory_limit_mb,
         }
         state = {"progress": 0, "written": 0.0}
 

@@ -88,6 +88,7 @@ class Service:
             self.jobs.children = ChildPool(workers or self.settings.workers,
                                            self.settings.data_dir / "jobs" / "_children")
             self.jobs.children.fill()
+            self.jobs.open_slots(workers or self.settings.workers)
             self.pool = WorkerPool(self.queue, workers or self.settings.workers,
                                    self.settings.poll_interval_seconds, on_tick=self.housekeeping,
                                    tick_seconds=min(10.0, self.settings.purge_interval_seconds))
@@ -101,6 +102,7 @@ class Service:
             if self.jobs.children is not None:
                 self.jobs.children.close()
                 self.jobs.children = None
+            self.jobs.close_slots()
 
     _last_purge: float = 0.0
 
