@@ -1,34 +1,60 @@
-"""The desktop app: the service, the API on localhost, and the main window."""
+"""The desktop app: the service, the API on localhost, and the main window.
+
+The window comes first: the workers and the API start right after it is shown, off the
+GUI thread, so the app is usable as soon as it appears.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 
 from localapi.config import Settings
 from localapi.core.service import Service
-from localapi.server import ApiServer
 
 
-def run(settings: Settings) -> int:
-    from PySide6.QtWidgets import QApplication
+def run(settings: Settings, on_ready: Callable[[], None] | None = None) -> int:
+    """Run the app until it quits. ``on_ready`` is called once the window is shown and the event
+    loop runs (the start-up benchmark uses it)."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QStyleFactory, QSystemTrayIcon
 
+    from desktop.context import Desktop
+    from desktop.icons import app_icon, file_icons
     from desktop.main_window import MainWindow
+    from desktop.theme import apply_theme
+    from desktop.views.shell import Shell, Tray
+    from localapi.cli import setup_logging
 
-    app = QApplication.instance() or QApplication(sys.argv)
+    existing = QApplication.instance()
+    app = existing if isinstance(existing, QApplication) else QApplication(sys.argv)
     app.setApplicationName("FileKiln")
+    app.setApplicationDisplayName("FileKiln")
+    app.setDesktopFileName("filekiln")
+    if sys.platform.startswith("linux") and "Fusion" in QStyleFactory.keys():
+        app.setStyle("Fusion")  # consistent and readable in light and dark palettes
+    icon = app_icon()
+    app.setWindowIcon(icon)
+    app.setQuitOnLastWindowClosed(False)  # the window decides: hide to the tray, ask, or quit
+    setup_logging(settings, to_console=False)
     service = Service.open(settings)
-    service.start_workers()
-    server = ApiServer(service)
-    server.start()
-    window = MainWindow(service, server)
+    desktop = Desktop.create(service, icon_for=file_icons())
+    apply_theme(app, desktop.prefs.theme)
+    shell = Shell.system(app.clipboard(), apply_theme=lambda theme: apply_theme(app, theme))
+    window = MainWindow(desktop, shell)
+    if QSystemTrayIcon.isSystemTrayAvailable():
+        tray = Tray(icon, window, window.request_quit)
+        window.tray = tray
+        tray.show()
     window.show()
+    QTimer.singleShot(0, desktop.start)
+    if on_ready is not None:
+        QTimer.singleShot(0, on_ready)
     if os.environ.get("FILEKILN_QUIT_AFTER_START"):  # used by smoke tests of installed builds
-        from PySide6.QtCore import QTimer
-
         QTimer.singleShot(int(os.environ["FILEKILN_QUIT_AFTER_START"]), app.quit)
     try:
         return int(app.exec())
     finally:
-        server.stop()
-        service.close()
+        window.quitting = True
+        desktop.shutdown()  # stops the workers last: running jobs go back to the queue for the next start

@@ -50,6 +50,21 @@ class ChildPool:
         self._lock = threading.Lock()
         self._closed = False
         log_dir.mkdir(parents=True, exist_ok=True)
+        # Children die with the *thread* that started them (PR_SET_PDEATHSIG is per thread on Linux),
+        # so every pooled child is started by this one thread, which lives as long as the pool.
+        self._wanted = threading.Event()
+        self._spawner = threading.Thread(target=self._spawn_loop, daemon=True, name="child-pool")
+        self._spawner.start()
+
+    def _spawn_loop(self) -> None:
+        while True:
+            self._wanted.wait()
+            self._wanted.clear()
+            with self._lock:
+                if self._closed:
+                    return
+                while len(self._idle) < self.size:
+                    self._idle.append(self._spawn())
 
     def _spawn(self) -> tuple[subprocess.Popen[bytes], Path]:
         log_path = self.log_dir / f"child-{time.monotonic_ns()}.log"
@@ -58,27 +73,28 @@ class ChildPool:
                                     start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         return proc, log_path
 
-    def take(self) -> tuple[subprocess.Popen[bytes], Path]:
+    def take(self) -> tuple[subprocess.Popen[bytes], Path] | None:
+        """A started child, or None when none is ready (the caller then starts its own)."""
+        taken = None
         with self._lock:
             while self._idle:
                 proc, log_path = self._idle.pop()
                 if proc.poll() is None:
+                    taken = proc, log_path
                     break
                 log_path.unlink(missing_ok=True)
-            else:
-                proc, log_path = self._spawn()
-        threading.Thread(target=self.fill, daemon=True, name="child-pool-fill").start()
-        return proc, log_path
+        self.fill()
+        return taken
 
     def fill(self) -> None:
-        with self._lock:
-            while not self._closed and len(self._idle) < self.size:
-                self._idle.append(self._spawn())
+        """Ask the spawner thread to top the pool up."""
+        self._wanted.set()
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
+        self._wanted.set()
         for proc, log_path in idle:
             kill_tree(proc.pid)
             proc.wait()
@@ -124,9 +140,10 @@ def run_supervised(
     The child's stderr ends up in ``log_path``.
     """
     messages: queue.Queue[dict[str, Any] | None] = queue.Queue()
-    if pool is not None:
-        proc, child_log = pool.take()
-    else:
+    taken = pool.take() if pool is not None else None
+    if taken is not None:
+        proc, child_log = taken
+    else:  # started from the calling (worker) thread, which outlives the job
         child_log = log_path
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(
@@ -202,6 +219,7 @@ def run_supervised(
         if code == "canceled":
             return Outcome("canceled")
         return Outcome("failed", code, str(final.get("message")))
-    if proc.returncode is not None and proc.returncode < 0 and -proc.returncode == getattr(signal, "SIGKILL", 9):
-        return Outcome("failed", "out_of_memory", "The conversion was stopped: it used too much memory.")
+    if proc.returncode is not None and proc.returncode < 0:
+        name = signal.Signals(-proc.returncode).name if -proc.returncode in signal.valid_signals() else "?"
+        return Outcome("failed", "engine_crashed", f"The conversion process was killed by signal {name}.")
     return Outcome("failed", "engine_crashed", f"The conversion process exited unexpectedly (code {proc.returncode}).")

@@ -127,8 +127,10 @@ def test_engine_rows_cover_reported_engines_and_the_optional_ones(tmp_path: Path
     (tmp_path / "tessdata").mkdir()
     (tmp_path / "tessdata" / "deu.traineddata").write_bytes(b"x")
     rows = engine_rows({"engines": {"Pillow": {"available": True, "version": "11.0"},
-                                    "typst": {"available": False, "version": None}}},
-                       {"Pillow": ["image-convert"]}, tmp_path, {"llm_provider": "openai"},
+                                    "typst": {"available": False, "version": None}},
+                        "brokenModules": {"converters.tools.video": "ImportError: no av"}},
+                       {"Pillow": ["image-convert"]}, tmp_path,
+                       {"llm_provider": "openai", "llm_base_url": "http://127.0.0.1:11434/v1"},
                        which=lambda name: "/usr/bin/soffice" if name == "soffice" else None)
     by = {r.name: r for r in rows}
     assert by["Pillow"].available and by["Pillow"].version == "11.0" and by["Pillow"].used_by == "image-convert"
@@ -136,3 +138,4 @@ def test_engine_rows_cover_reported_engines_and_the_optional_ones(tmp_path: Path
     assert by["LibreOffice"].available and not by["Calibre"].available
     assert "deu" in by["Tesseract languages"].version
     assert by["LLM"].available and not by["Whisper models"].available
+    assert not by["Tools in video"].available and "no av" in by["Tools in video"].note

@@ -1,0 +1,166 @@
+"""Everything the windows need, built once for a service: stores, models and controllers. No widgets.
+
+Tests build the same bundle for a temp data dir; ``app.run`` builds it for the real one.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+from PySide6.QtGui import QIcon
+
+from desktop.models.api import ApiController
+from desktop.models.backend import JobsBackend
+from desktop.models.delivery import DeliveryStore
+from desktop.models.engines import EngineRow, engine_rows
+from desktop.models.files import FileEntry, FileListModel
+from desktop.models.jobs import BatchTracker, JobsModel
+from desktop.models.keys import KeysModel
+from desktop.models.tools import ToolInfo, ToolTreeModel, tool_infos
+from desktop.stores import Prefs, PresetStore, SettingsFile
+from desktop.threads import Background
+from localapi.core.service import Service
+
+if TYPE_CHECKING:
+    from localapi.server import ApiServer
+
+log = logging.getLogger("filekiln.desktop")
+
+
+@dataclass
+class Desktop:
+    service: Service
+    folder: Path  # the app's own files inside the data dir
+    prefs: Prefs
+    presets: PresetStore
+    settings_file: SettingsFile
+    deliveries: DeliveryStore
+    tools: ToolTreeModel
+    files: FileListModel
+    jobs: JobsModel
+    backend: JobsBackend
+    keys: KeysModel
+    api: ApiController
+    tracker: BatchTracker
+    background: Background
+    workers_started: bool = False
+    _closed: bool = field(default=False, repr=False)
+    _workers_thread_done: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    @classmethod
+    def create(cls, service: Service, server: ApiServer | None = None,
+               icon_for: Callable[[FileEntry], QIcon] | None = None, poll_ms: int = 250) -> Desktop:
+        folder = service.settings.data_dir / "desktop"
+        folder.mkdir(parents=True, exist_ok=True)
+        infos = cls.read_tools(service)
+        deliveries = DeliveryStore.open(folder / "deliveries.json")
+        background = Background(2)
+        jobs = JobsModel()
+        backend = JobsBackend(service, deliveries, {t.id: t.title for t in infos}, poll_ms=poll_ms)
+        backend.snapshot.connect(jobs.apply)
+        tracker = BatchTracker()
+        backend.submitted.connect(tracker.add)
+        return cls(
+            service=service, folder=folder, prefs=Prefs.load(folder / "desktop.json"),
+            presets=PresetStore(folder / "presets.json"),
+            settings_file=SettingsFile(service.settings.data_dir / "settings.toml"), deliveries=deliveries,
+            tools=ToolTreeModel(infos), files=FileListModel(service.sniff, Background(1), icon_for),
+            jobs=jobs, backend=backend, keys=KeysModel(service.keys), api=ApiController(service, server),
+            tracker=tracker, background=background)
+
+    @staticmethod
+    def read_tools(service: Service) -> list[ToolInfo]:
+        return tool_infos(service.catalogue, service.jobs.tool_status)
+
+    def refresh_tools(self) -> None:
+        """Tool availability can change (a tool disabled, an engine installed): read it again, off the GUI thread."""
+
+        def changed(infos: list[ToolInfo]) -> None:
+            if infos != self.tools.tools:
+                self.tools.set_tools(infos)
+
+        self.background.run(lambda: self.read_tools(self.service), changed)
+
+    def check_params(self, tool_id: str, params: dict[str, Any]) -> dict[str, str]:
+        """The tool's own validation of ``params``: field (or "params") -> message; empty when valid."""
+        tool = self.service.catalogue.get(tool_id)
+        if tool is None:
+            return {}
+        try:
+            tool.params.model_validate(params)
+        except ValidationError as exc:
+            found: dict[str, str] = {}
+            for err in exc.errors():
+                name = ".".join(str(p) for p in err["loc"]) or "params"
+                found.setdefault(name, str(err["msg"]).removeprefix("Value error, "))
+            return found
+        return {}
+
+    def update_settings(self, changes: dict[str, Any]) -> None:
+        self.settings_file.update(changes)
+
+    def save_prefs(self) -> None:
+        self.prefs.save(self.folder / "desktop.json")
+
+    def gather_engines(self) -> list[EngineRow]:
+        used_by: dict[str, list[str]] = {}
+        for tool in self.service.catalogue:
+            for engine in tool.engines:
+                used_by.setdefault(engine.name, []).append(tool.id)
+        settings = self.service.settings
+        return engine_rows(self.service.health(), used_by, settings.data_dir / "models", dict(settings.tools))
+
+    def start(self, start_api: bool | None = None) -> None:
+        """Start the workers (off the GUI thread: recovery reads the job table), the poller, the API."""
+
+        def started(_: object) -> None:
+            self.workers_started = True
+            self.backend.poll_now()
+
+        self.background.run(self._start_workers, started,
+                            lambda exc: log.error("the workers could not start: %s", exc))
+        self.backend.start()
+        if self.prefs.start_api if start_api is None else start_api:
+            self.api.start()
+
+    def _start_workers(self) -> None:
+        """Start the workers from a thread that lives until they stop.
+
+        The service starts warm conversion children from the calling thread, and a child is
+        killed when the thread that started it ends (``PR_SET_PDEATHSIG`` in the child). A
+        thread-pool thread may end at any time, so a dedicated thread starts them and waits.
+        """
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def keep() -> None:
+            try:
+                self.service.start_workers()
+            except BaseException as exc:  # reported through the task below
+                failure.append(exc)
+                ready.set()
+                return
+            ready.set()
+            self._workers_thread_done.wait()
+
+        threading.Thread(target=keep, daemon=True, name="filekiln-workers").start()
+        ready.wait()
+        if failure:
+            raise failure[0]
+
+    def shutdown(self) -> None:
+        """Stop polling and the API, then the workers: running jobs go back to the queue for the next start."""
+        if self._closed:
+            return
+        self._closed = True
+        self.background.wait(30_000)
+        self.backend.stop()
+        self.api.shutdown()
+        self.service.close()
+        self._workers_thread_done.set()

@@ -1,0 +1,1 @@
+"""View models: Qt item models and controllers over the service layer. No widgets here."""

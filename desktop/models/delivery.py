@@ -1,0 +1,123 @@
+"""Where a finished job's results go on the user's disk, remembered across restarts.
+
+The service keeps results in its store under ids; a job made in the app also has a
+delivery: a folder and a clash policy. When the job is DONE, its results are copied
+there. Deliveries live in ``deliveries.json`` in the data dir, so a job queued before
+the app was closed still lands in the chosen folder when it finishes after a restart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from desktop.helpers import atomic_write_text, resolve_target
+
+
+@dataclass(frozen=True)
+class Delivery:
+    job_id: str
+    folder: str
+    policy: str  # rename | overwrite | skip
+    batch: str = ""
+    inputs: tuple[str, ...] = ()  # the user's original files (never overwritten)
+    delivered: tuple[str, ...] | None = None  # None until the results were copied
+    skipped: tuple[str, ...] = ()
+    error: str | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.delivered is None and self.error is None
+
+
+@dataclass
+class DeliveryStore:
+    path: Path
+    _items: dict[str, Delivery] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def open(cls, path: Path) -> DeliveryStore:
+        store = cls(path)
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            raw = {}
+        for job_id, item in (raw.items() if isinstance(raw, dict) else []):
+            try:
+                store._items[job_id] = Delivery(
+                    job_id=job_id, folder=item["folder"], policy=item["policy"], batch=item.get("batch", ""),
+                    inputs=tuple(item.get("inputs", ())),
+                    delivered=None if item.get("delivered") is None else tuple(item["delivered"]),
+                    skipped=tuple(item.get("skipped", ())), error=item.get("error"))
+            except (KeyError, TypeError):
+                continue
+        return store
+
+    def _save(self) -> None:
+        data = {k: {kk: vv for kk, vv in asdict(v).items() if kk != "job_id"} for k, v in self._items.items()}
+        atomic_write_text(self.path, json.dumps(data, indent=1, sort_keys=True))
+
+    def add(self, delivery: Delivery) -> None:
+        with self._lock:
+            self._items[delivery.job_id] = delivery
+            self._save()
+
+    def get(self, job_id: str) -> Delivery | None:
+        with self._lock:
+            return self._items.get(job_id)
+
+    def finish(self, job_id: str, delivered: Sequence[Path], skipped: Sequence[str], error: str | None = None) -> None:
+        with self._lock:
+            item = self._items.get(job_id)
+            if item is not None:
+                self._items[job_id] = replace(item, delivered=tuple(str(p) for p in delivered),
+                                              skipped=tuple(skipped), error=error)
+                self._save()
+
+    def remove(self, job_ids: Iterable[str]) -> None:
+        with self._lock:
+            changed = [self._items.pop(j, None) for j in job_ids]
+            if any(changed):
+                self._save()
+
+    def job_ids(self) -> list[str]:
+        with self._lock:
+            return list(self._items)
+
+
+def copy_results(results: Sequence[tuple[str, Path]], folder: Path, policy: str,
+                 protected: Iterable[Path] = ()) -> tuple[list[Path], list[str]]:
+    """Copy ``(name, stored path)`` results into ``folder``; returns (written paths, skipped names).
+
+    Each copy goes to a temp file in ``folder`` first and is renamed into place, so a
+    reader never sees half a file and an overwritten file is replaced in one step.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    protected = list(protected)
+    written: list[Path] = []
+    skipped: list[str] = []
+    for name, source in results:
+        target = resolve_target(folder, Path(name).name, policy, protected=protected)
+        if target is None:
+            skipped.append(name)
+            continue
+        fd, tmp = tempfile.mkstemp(prefix=".filekiln-", suffix=".part", dir=folder)
+        os.close(fd)
+        try:
+            shutil.copyfile(source, tmp)
+            if policy == "rename":
+                # a file may have appeared meanwhile: pick the name again, right before the rename
+                target = resolve_target(folder, Path(name).name, "rename", protected=protected) or target
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        written.append(target)
+    return written, skipped

@@ -1,0 +1,105 @@
+"""API keys as a table: name, prefix, created, last used, quota used today, status."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QFont
+
+from localapi.core.keys import ApiKey, KeyService
+
+Index = QModelIndex | QPersistentModelIndex
+KeyIdRole = Qt.ItemDataRole.UserRole + 1
+
+
+def when(ts: float | None, never: str = "never") -> str:
+    if ts is None:
+        return never
+    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+
+
+def quota_text(used: int, quota: int | None) -> str:
+    return f"{used} (no limit)" if quota is None else f"{used} of {quota}"
+
+
+@dataclass(frozen=True)
+class KeyRow:
+    key: ApiKey
+    used_today: int
+
+    @property
+    def status(self) -> str:
+        return "active" if self.key.active else f"revoked {when(self.key.revoked_at)}"
+
+
+class KeysModel(QAbstractTableModel):
+    """Reads keys from the database (a few rows: cheap). The secret never passes through here."""
+
+    COLUMNS = ("Name", "Prefix", "Created", "Last used", "Jobs today", "Status")
+
+    def __init__(self, keys: KeyService) -> None:
+        super().__init__()
+        self._keys = keys
+        self._rows: list[KeyRow] = []
+        self.refresh()
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
+        return 0 if parent.isValid() else len(self.COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return self.COLUMNS[section]
+        return None
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or index.row() >= len(self._rows):
+            return None
+        row = self._rows[index.row()]
+        key = row.key
+        if role == Qt.ItemDataRole.DisplayRole:
+            return (key.name, f"{key.prefix}…", when(key.created_at), when(key.last_used_at),
+                    quota_text(row.used_today, key.daily_job_quota), row.status)[index.column()]
+        if role == Qt.ItemDataRole.FontRole and not key.active:
+            font = QFont()
+            font.setItalic(True)
+            font.setStrikeOut(index.column() == 0)
+            return font
+        if role == KeyIdRole:
+            return key.id
+        return None
+
+    @property
+    def rows(self) -> list[KeyRow]:
+        return list(self._rows)
+
+    def key_at(self, row: int) -> ApiKey | None:
+        return self._rows[row].key if 0 <= row < len(self._rows) else None
+
+    def refresh(self) -> None:
+        rows = [KeyRow(k, self._keys.jobs_today(k.id)) for k in self._keys.list()]
+        if [r.key.id for r in rows] == [r.key.id for r in self._rows]:
+            changed = [i for i, (a, b) in enumerate(zip(rows, self._rows, strict=True)) if a != b]
+            self._rows = rows
+            for i in changed:
+                self.dataChanged.emit(self.index(i, 0), self.index(i, self.columnCount() - 1))
+            return
+        self.beginResetModel()
+        self._rows = rows
+        self.endResetModel()
+
+    def create(self, name: str, daily_job_quota: int | None) -> tuple[ApiKey, str]:
+        """Create a key. The secret is returned to the caller, to show once, and not kept."""
+        key, secret = self._keys.create(name, daily_job_quota)
+        self.refresh()
+        return key, secret
+
+    def revoke(self, key_id: str) -> None:
+        self._keys.revoke(key_id)
+        self.refresh()

@@ -1,0 +1,201 @@
+"""A tool's JSON Schema read into plain field descriptions, and their validation. No widgets.
+
+The parameters form (``desktop.views.params_form``) builds one editor per :class:`FieldSpec`;
+keeping the reading and the checks here lets them be tested without a window.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from desktop.helpers import humanize_name
+
+PAGES_HINT = 'e.g. "1-3,5,8-"'
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    name: str  # the JSON name (the tool's alias), the key in params
+    kind: str  # enum | integer | number | boolean | string | pages | multi | number-or-text
+    label: str
+    description: str = ""
+    default: Any = None
+    has_default: bool = False
+    required: bool = False
+    nullable: bool = False
+    options: tuple[Any, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    exclusive_minimum: bool = False
+    exclusive_maximum: bool = False
+    pattern: str | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    secret: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def initial(self) -> Any:
+        """What the editor shows before the user touches it."""
+        if self.has_default:
+            return self.default
+        if self.kind == "multi":
+            return []
+        if self.kind == "boolean":
+            return False
+        return None
+
+
+def is_pages_field(name: str, schema: dict[str, Any]) -> bool:
+    return name.lower().endswith("pages") or name.lower() == "pages"
+
+
+def fields_from_schema(schema: dict[str, Any]) -> list[FieldSpec]:
+    """One :class:`FieldSpec` per property, in the schema's order."""
+    required = set(schema.get("required", []))
+    specs = []
+    for name, prop in schema.get("properties", {}).items():
+        specs.append(_field(name, prop, name in required))
+    return specs
+
+
+def _field(name: str, prop: dict[str, Any], required: bool) -> FieldSpec:
+    nullable = False
+    body = prop
+    variants = prop.get("anyOf") or prop.get("oneOf")
+    kind: str
+    if variants:
+        non_null = [v for v in variants if v.get("type") != "null"]
+        nullable = len(non_null) < len(variants)
+        types = {v.get("type") for v in non_null}
+        if len(non_null) == 1:
+            body = {**prop, **non_null[0]}
+        elif types >= {"string"} and types & {"number", "integer"}:
+            body = {**prop, "type": "number-or-text"}
+        else:
+            body = {**prop, **non_null[0]}
+    typ = body.get("type")
+    if "enum" in body:
+        kind = "enum"
+    elif typ == "array" and "enum" in body.get("items", {}):
+        kind = "multi"
+    elif typ == "boolean":
+        kind = "boolean"
+    elif typ == "integer":
+        kind = "integer"
+    elif typ == "number":
+        kind = "number"
+    elif typ == "number-or-text":
+        kind = "number-or-text"
+    elif typ == "string" and is_pages_field(name, body):
+        kind = "pages"
+    else:
+        kind = "string"
+    minimum, exclusive_min = _bound(body, "minimum", "exclusiveMinimum")
+    maximum, exclusive_max = _bound(body, "maximum", "exclusiveMaximum")
+    options: tuple[Any, ...] = tuple(body.get("enum", ()))
+    if kind == "multi":
+        options = tuple(body["items"]["enum"])
+    has_default = "default" in prop
+    return FieldSpec(
+        name=name, kind=kind, label=humanize_name(name), description=str(prop.get("description", "")),
+        default=prop.get("default"), has_default=has_default, required=required and not has_default,
+        nullable=nullable, options=options, minimum=minimum, maximum=maximum,
+        exclusive_minimum=exclusive_min, exclusive_maximum=exclusive_max, pattern=body.get("pattern"),
+        min_length=body.get("minLength"), max_length=body.get("maxLength"),
+        secret="password" in name.lower(),
+    )
+
+
+def _bound(body: dict[str, Any], inclusive: str, exclusive: str) -> tuple[float | None, bool]:
+    if exclusive in body:
+        return float(body[exclusive]), True
+    if inclusive in body:
+        return float(body[inclusive]), False
+    return None, False
+
+
+def validate_value(spec: FieldSpec, value: Any) -> str | None:
+    """Why ``value`` does not fit ``spec``, in a short sentence; ``None`` when it does.
+
+    ``None`` is the editor's "not set" (an empty text, a spin box at "Default").
+    """
+    if value is None or value == "":
+        if spec.required:
+            return "required"
+        return None
+    if spec.kind == "enum":
+        return None if value in spec.options else f"must be one of {', '.join(map(str, spec.options))}"
+    if spec.kind == "multi":
+        bad = [v for v in value if v not in spec.options]
+        return f"unknown choice {bad[0]!r}" if bad else None
+    if spec.kind in ("integer", "number"):
+        return _check_range(spec, float(value))
+    if spec.kind == "number-or-text":
+        return None
+    text = str(value)
+    if spec.min_length is not None and len(text) < spec.min_length:
+        return "required" if spec.min_length == 1 else f"at least {spec.min_length} characters"
+    if spec.max_length is not None and len(text) > spec.max_length:
+        return f"at most {spec.max_length} characters"
+    if spec.pattern and re.search(spec.pattern, text) is None:
+        return f"not a page range ({PAGES_HINT})" if spec.kind == "pages" else "not in the expected form"
+    return None
+
+
+def _check_range(spec: FieldSpec, number: float) -> str | None:
+    if math.isnan(number):
+        return "not a number"
+    if spec.minimum is not None:
+        if spec.exclusive_minimum and number <= spec.minimum:
+            return f"must be more than {_fmt(spec.minimum)}"
+        if not spec.exclusive_minimum and number < spec.minimum:
+            return f"must be at least {_fmt(spec.minimum)}"
+    if spec.maximum is not None:
+        if spec.exclusive_maximum and number >= spec.maximum:
+            return f"must be less than {_fmt(spec.maximum)}"
+        if not spec.exclusive_maximum and number > spec.maximum:
+            return f"must be at most {_fmt(spec.maximum)}"
+    return None
+
+
+def _fmt(number: float) -> str:
+    return str(int(number)) if number == int(number) else str(number)
+
+
+def params_from_values(specs: list[FieldSpec], values: dict[str, Any]) -> dict[str, Any]:
+    """The params to send: required fields and fields whose value differs from the tool's default.
+
+    Leaving defaults out keeps a job's params as small as the user's actual choices, so a
+    tool's later change of default reaches saved choices that never touched that field.
+    """
+    params: dict[str, Any] = {}
+    for spec in specs:
+        value = values.get(spec.name, _MISSING)
+        if value is _MISSING or value is None or (value == "" and spec.kind != "enum"):
+            continue
+        if spec.kind == "multi" and not spec.has_default and not value:
+            continue
+        if spec.has_default and value == spec.default and not spec.required:
+            continue
+        params[spec.name] = value
+    return params
+
+
+def coerce_number_or_text(text: str) -> float | int | str | None:
+    """``"12.5"`` -> 12.5, ``"3"`` -> 3, ``"50%"`` stays text, ``""`` -> ``None``."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text

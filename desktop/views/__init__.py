@@ -1,0 +1,1 @@
+"""Widgets: each takes its model and subscribes to its signals."""

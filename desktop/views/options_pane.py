@@ -1,0 +1,260 @@
+"""The chosen tool's options: output format, presets, parameters, output folder and name clashes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QRadioButton,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop.helpers import CLASH_POLICIES
+from desktop.models.tools import ToolInfo, format_label
+from desktop.stores import Prefs, PresetStore
+from desktop.views.params_form import ParamsForm
+
+CLASH_LABELS = {"rename": "Keep both (rename the new file)", "overwrite": "Overwrite", "skip": "Skip"}
+NO_PRESET = "(last used)"
+AskText = Callable[[str, str], "str | None"]
+ChooseFolder = Callable[[str], "str | None"]
+
+
+def ask_text_dialog(parent: QWidget) -> AskText:
+    def ask(title: str, label: str) -> str | None:
+        text, ok = QInputDialog.getText(parent, title, label)
+        return text if ok and text.strip() else None
+
+    return ask
+
+
+def choose_folder_dialog(parent: QWidget) -> ChooseFolder:
+    def choose(start: str) -> str | None:
+        folder = QFileDialog.getExistingDirectory(parent, "Choose the output folder", start)
+        return folder or None
+
+    return choose
+
+
+class OptionsPane(QWidget):
+    validity_changed = Signal(bool)
+
+    def __init__(self, presets: PresetStore, prefs: Prefs, save_prefs: Callable[[], None],
+                 ask_text: AskText | None = None, choose_folder: ChooseFolder | None = None,
+                 check_params: Callable[[str, dict[str, Any]], dict[str, str]] | None = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._check_params = check_params
+        self.presets = presets
+        self.prefs = prefs
+        self._save_prefs = save_prefs
+        self._ask_text = ask_text or ask_text_dialog(self)
+        self._choose_folder = choose_folder or choose_folder_dialog(self)
+        self.tool: ToolInfo | None = None
+
+        self.format_combo = QComboBox()
+        self.format_combo.setAccessibleName("Output format")
+        self.preset_combo = QComboBox()
+        self.preset_combo.setAccessibleName("Preset")
+        self.save_preset_button = QPushButton("Save…")
+        self.save_preset_button.setToolTip("Save these settings as a named preset")
+        self.delete_preset_button = QPushButton("Delete")
+        self.delete_preset_button.setToolTip("Delete the chosen preset")
+        self.reset_button = QPushButton("Defaults")
+        self.reset_button.setToolTip("Back to the tool's defaults")
+        self.form = ParamsForm()
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(self.form)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+
+        top = QFormLayout()
+        top.addRow("Output &format", self.format_combo)
+        preset_row = QHBoxLayout()
+        preset_row.addWidget(self.preset_combo, 1)
+        preset_row.addWidget(self.save_preset_button)
+        preset_row.addWidget(self.delete_preset_button)
+        preset_row.addWidget(self.reset_button)
+        preset_label = QLabel("&Preset")
+        preset_label.setBuddy(self.preset_combo)
+        top.addRow(preset_label, preset_row)
+        params_box = QGroupBox("Settings")
+        params_layout = QVBoxLayout(params_box)
+        params_layout.addLayout(top)
+        params_layout.addWidget(scroll, 1)
+
+        self.next_to_input = QRadioButton("&Next to each file")
+        self.in_folder = QRadioButton("In this f&older:")
+        self._where = QButtonGroup(self)
+        self._where.addButton(self.next_to_input)
+        self._where.addButton(self.in_folder)
+        self.folder_edit = QLineEdit(prefs.output_folder)
+        self.folder_edit.setAccessibleName("Output folder")
+        self.folder_edit.setPlaceholderText("Choose a folder")
+        self.choose_button = QPushButton("Choose…")
+        self.clash_combo = QComboBox()
+        self.clash_combo.setAccessibleName("When a file with that name exists")
+        for policy in CLASH_POLICIES:
+            self.clash_combo.addItem(CLASH_LABELS[policy], policy)
+        self.clash_combo.setCurrentIndex(max(self.clash_combo.findData(prefs.clash_policy), 0))
+        (self.in_folder if prefs.output_folder else self.next_to_input).setChecked(True)
+        output_box = QGroupBox("Output")
+        output = QFormLayout(output_box)
+        output.addRow(self.next_to_input)
+        folder_row = QHBoxLayout()
+        folder_row.addWidget(self.in_folder)
+        folder_row.addWidget(self.folder_edit, 1)
+        folder_row.addWidget(self.choose_button)
+        output.addRow(folder_row)
+        output.addRow("If the name is &taken", self.clash_combo)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(params_box, 1)
+        layout.addWidget(output_box)
+
+        self.preset_combo.activated.connect(self._apply_preset)
+        self.save_preset_button.clicked.connect(self.save_preset)
+        self.delete_preset_button.clicked.connect(self.delete_preset)
+        self.reset_button.clicked.connect(self.form.reset)
+        self.choose_button.clicked.connect(self._choose)
+        self.folder_edit.textEdited.connect(self._folder_typed)
+        self.folder_edit.editingFinished.connect(self._output_changed)
+        self.next_to_input.toggled.connect(self._output_changed)
+        self.clash_combo.currentIndexChanged.connect(self._output_changed)
+        self.form.validity_changed.connect(self.validity_changed)
+        self.set_tool(None)
+
+    # ---- the tool ----
+
+    def set_tool(self, tool: ToolInfo | None) -> None:
+        self.tool = tool
+        self.format_combo.clear()
+        enabled = tool is not None
+        for w in (self.format_combo, self.preset_combo, self.save_preset_button, self.delete_preset_button,
+                  self.reset_button):
+            w.setEnabled(enabled)
+        if tool is None:
+            self.form.set_schema({})
+            self._refresh_presets()
+            return
+        for fmt in tool.produces:
+            self.format_combo.addItem(format_label(fmt), fmt)
+        last = self.presets.last(tool.id) or {}
+        check = self._check_params
+        checker = (lambda params: check(tool.id, params)) if check is not None else None
+        self.form.set_schema(tool.schema, last.get("params") or {}, checker)
+        self._set_format(last.get("outputFormat"))
+        self._refresh_presets()
+        self.validity_changed.emit(self.form.is_valid())
+
+    def _set_format(self, fmt: str | None) -> None:
+        index = self.format_combo.findData(fmt)
+        self.format_combo.setCurrentIndex(index if index >= 0 else 0)
+
+    def output_format(self) -> str | None:
+        data = self.format_combo.currentData()
+        return str(data) if data is not None else None
+
+    def params(self) -> dict[str, Any]:
+        return self.form.params()
+
+    def is_valid(self) -> bool:
+        return self.tool is not None and self.form.is_valid()
+
+    def remember(self) -> None:
+        """Keep the current choices as this tool's last ones."""
+        if self.tool is not None:
+            self.presets.set_last(self.tool.id, self.params(), self.output_format())
+
+    # ---- presets ----
+
+    def _refresh_presets(self, select: str | None = None) -> None:
+        self.preset_combo.clear()
+        self.preset_combo.addItem(NO_PRESET, None)
+        if self.tool is not None:
+            for name in self.presets.names(self.tool.id):
+                self.preset_combo.addItem(name, name)
+        index = self.preset_combo.findData(select) if select else 0
+        self.preset_combo.setCurrentIndex(max(index, 0))
+        self.delete_preset_button.setEnabled(self.tool is not None and self.preset_combo.currentIndex() > 0)
+
+    def _apply_preset(self, index: int) -> None:
+        self.delete_preset_button.setEnabled(index > 0)
+        if self.tool is None:
+            return
+        name = self.preset_combo.itemData(index)
+        chosen = self.presets.get(self.tool.id, name) if name else self.presets.last(self.tool.id)
+        chosen = chosen or {}
+        self.form.set_values(chosen.get("params") or {})
+        self._set_format(chosen.get("outputFormat"))
+
+    def choose_preset(self, name: str) -> None:
+        index = self.preset_combo.findData(name)
+        if index >= 0:
+            self.preset_combo.setCurrentIndex(index)
+            self._apply_preset(index)
+
+    def save_preset(self) -> None:
+        if self.tool is None:
+            return
+        name = self._ask_text("Save preset", f"Name for these {self.tool.title} settings:")
+        if name:
+            self.presets.save(self.tool.id, name, self.params(), self.output_format())
+            self._refresh_presets(select=name.strip())
+
+    def delete_preset(self) -> None:
+        name = self.preset_combo.currentData()
+        if self.tool is not None and name:
+            self.presets.delete(self.tool.id, name)
+            self._refresh_presets()
+
+    # ---- output ----
+
+    def output_folder(self) -> Path | None:
+        """``None``: next to each input."""
+        if self.next_to_input.isChecked() or not self.folder_edit.text().strip():
+            return None
+        return Path(self.folder_edit.text().strip()).expanduser()
+
+    def set_output_folder(self, folder: Path | None) -> None:
+        if folder is None:
+            self.next_to_input.setChecked(True)
+        else:
+            self.folder_edit.setText(str(folder))
+            self.in_folder.setChecked(True)
+
+    def clash_policy(self) -> str:
+        return str(self.clash_combo.currentData())
+
+    def set_clash_policy(self, policy: str) -> None:
+        self.clash_combo.setCurrentIndex(max(self.clash_combo.findData(policy), 0))
+
+    def _choose(self) -> None:
+        folder = self._choose_folder(self.folder_edit.text() or str(Path.home()))
+        if folder:
+            self.set_output_folder(Path(folder))
+
+    def _folder_typed(self, text: str) -> None:
+        if text.strip():
+            self.in_folder.setChecked(True)
+
+    def _output_changed(self, *_: object) -> None:
+        self.prefs.output_folder = "" if self.output_folder() is None else str(self.output_folder())
+        self.prefs.clash_policy = self.clash_policy()
+        self._save_prefs()

@@ -1,0 +1,198 @@
+"""The Settings panel. Service settings go to ``settings.toml`` (shared with ``filekiln serve``);
+the app's own preferences to ``desktop.json``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop.models.api import ApiController
+from desktop.stores import RESTART_KEYS, Prefs, SettingsFile
+from localapi.config import is_loopback_host
+
+# the keys converters/llm.py reads (llm_provider, llm_model_path, llm_base_url, llm_model, llm_api_key)
+LLM_PROVIDERS = (("none", "None (AI text tools off)"),
+                 ("llama-cpp", "A GGUF model run inside FileKiln (needs llama-cpp-python)"),
+                 ("openai", "An OpenAI-compatible server (Ollama, LM Studio, llama.cpp server …)"))
+LLM_KEYS = ("llm_provider", "llm_model_path", "llm_base_url", "llm_model", "llm_api_key")
+THEMES = (("system", "Follow the system"), ("light", "Light"), ("dark", "Dark"))
+
+
+class SettingsPanel(QWidget):
+    saved = Signal()
+
+    def __init__(self, api: ApiController, prefs: Prefs, save_prefs: Callable[[], None], settings_file: SettingsFile,
+                 apply_theme: Callable[[str], None], choose_folder: Callable[[str], str | None],
+                 open_path: Callable[[Path], None], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.api = api
+        self.prefs = prefs
+        self._save_prefs = save_prefs
+        self.settings_file = settings_file
+        self._apply_theme = apply_theme
+        self._choose_folder = choose_folder
+        settings = api.service.settings
+        tools = dict(settings.tools)
+
+        self.data_dir_edit = QLineEdit(str(settings.data_dir))
+        self.data_dir_edit.setReadOnly(True)
+        self.data_dir_edit.setAccessibleName("Data folder")
+        open_data = QPushButton("Open")
+        open_data.clicked.connect(lambda: open_path(settings.data_dir))
+        data_row = QHBoxLayout()
+        data_row.addWidget(self.data_dir_edit, 1)
+        data_row.addWidget(open_data)
+        self.retention_spin = QDoubleSpinBox()
+        self.retention_spin.setRange(0.1, 3650)
+        self.retention_spin.setDecimals(1)
+        self.retention_spin.setSuffix(" days")
+        self.retention_spin.setValue(settings.retention_days)
+        self.workers_spin = QSpinBox()
+        self.workers_spin.setRange(1, max(4, (os.cpu_count() or 2) * 2))
+        self.workers_spin.setValue(settings.workers)
+        self.output_edit = QLineEdit(prefs.output_folder)
+        self.output_edit.setPlaceholderText("Next to each input file")
+        choose = QPushButton("Choose…")
+        choose.clicked.connect(self._choose_output)
+        output_row = QHBoxLayout()
+        output_row.addWidget(self.output_edit, 1)
+        output_row.addWidget(choose)
+        general = QGroupBox("General")
+        form = QFormLayout(general)
+        form.addRow("Data folder", data_row)
+        form.addRow("Keep files and results for", self.retention_spin)
+        form.addRow("Jobs at the same time", self.workers_spin)
+        form.addRow("Default output folder", output_row)
+
+        self.theme_combo = QComboBox()
+        for value, label in THEMES:
+            self.theme_combo.addItem(label, value)
+        self.theme_combo.setCurrentIndex(max(self.theme_combo.findData(prefs.theme), 0))
+        self.tray_box = QCheckBox("Keep running in the tray when the window is closed (the API stays up)")
+        self.tray_box.setChecked(prefs.keep_running_in_tray)
+        self.start_api_box = QCheckBox("Start the API when FileKiln starts")
+        self.start_api_box.setChecked(prefs.start_api)
+        app_box = QGroupBox("App")
+        app_form = QFormLayout(app_box)
+        app_form.addRow("Theme", self.theme_combo)
+        app_form.addRow(self.tray_box)
+        app_form.addRow(self.start_api_box)
+
+        self.llm_combo = QComboBox()
+        for value, label in LLM_PROVIDERS:
+            self.llm_combo.addItem(label, value)
+        self.llm_combo.setCurrentIndex(max(self.llm_combo.findData(tools.get("llm_provider", "none")), 0))
+        self.llm_model_path = QLineEdit(str(tools.get("llm_model_path", "")))
+        self.llm_model_path.setPlaceholderText("file.gguf in models/llm, or a full path")
+        self.llm_endpoint = QLineEdit(str(tools.get("llm_base_url", "")))
+        self.llm_endpoint.setPlaceholderText("http://127.0.0.1:11434/v1")
+        self.llm_model = QLineEdit(str(tools.get("llm_model", "")))
+        self.llm_model.setPlaceholderText("the model name the server knows, e.g. llama3.2")
+        self.llm_api_key = QLineEdit(str(tools.get("llm_api_key", "")))
+        self.llm_api_key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.llm_api_key.setPlaceholderText("only if the server asks for one")
+        ai_box = QGroupBox("AI tools")
+        ai_form = QFormLayout(ai_box)
+        ai_form.addRow("Language model", self.llm_combo)
+        ai_form.addRow("Model file", self.llm_model_path)
+        ai_form.addRow("Server address", self.llm_endpoint)
+        ai_form.addRow("Model name", self.llm_model)
+        ai_form.addRow("Server key", self.llm_api_key)
+
+        self.host_edit = QLineEdit(settings.host)
+        self.host_edit.setAccessibleName("Bind address")
+        self.host_warning = QLabel()
+        self.host_warning.setWordWrap(True)
+        api_box = QGroupBox("API")
+        api_form = QFormLayout(api_box)
+        api_form.addRow("Bind address", self.host_edit)
+        api_form.addRow(self.host_warning)
+
+        self.save_button = QPushButton("&Save settings")
+        self.message = QLabel()
+        self.message.setWordWrap(True)
+        bottom = QHBoxLayout()
+        bottom.addWidget(self.save_button)
+        bottom.addWidget(self.message, 1)
+        layout = QVBoxLayout(self)
+        for box in (general, app_box, ai_box, api_box):
+            layout.addWidget(box)
+        layout.addLayout(bottom)
+        layout.addStretch(1)
+
+        self.host_edit.textChanged.connect(self._host_changed)
+        self.llm_combo.currentIndexChanged.connect(self._llm_changed)
+        self.save_button.clicked.connect(self.save)
+        self._host_changed(self.host_edit.text())
+        self._llm_changed()
+
+    def _choose_output(self) -> None:
+        folder = self._choose_folder(self.output_edit.text() or str(Path.home()))
+        if folder:
+            self.output_edit.setText(folder)
+
+    def _host_changed(self, host: str) -> None:
+        host = host.strip()
+        if host and not is_loopback_host(host):
+            self.host_warning.setText("⚠ Other computers on the network can reach FileKiln at this address, and "
+                                      "every API call then needs a key. Keep 127.0.0.1 unless you need this.")
+        else:
+            self.host_warning.setText("Only programs on this computer can reach the API.")
+
+    def _llm_changed(self, *_: object) -> None:
+        provider = self.llm_combo.currentData()
+        self.llm_model_path.setEnabled(provider == "llama-cpp")
+        for edit in (self.llm_endpoint, self.llm_model, self.llm_api_key):
+            edit.setEnabled(provider == "openai")
+
+    def service_values(self) -> dict[str, Any]:
+        provider = self.llm_combo.currentData()
+        return {
+            "retention_days": round(self.retention_spin.value(), 1),
+            "workers": self.workers_spin.value(),
+            "host": self.host_edit.text().strip() or "127.0.0.1",
+            "llm_provider": None if provider == "none" else provider,
+            "llm_model_path": self.llm_model_path.text().strip() if provider == "llama-cpp" else None,
+            "llm_base_url": self.llm_endpoint.text().strip() if provider == "openai" else None,
+            "llm_model": self.llm_model.text().strip() if provider == "openai" else None,
+            "llm_api_key": self.llm_api_key.text() if provider == "openai" else None,
+        }
+
+    def save(self) -> None:
+        current = self.api.service.settings
+        values = self.service_values()
+        before = {"retention_days": current.retention_days, "workers": current.workers,
+                  **{k: current.tools.get(k) for k in LLM_KEYS}}
+        self.settings_file.update(values)
+        self.prefs.output_folder = self.output_edit.text().strip()
+        self.prefs.theme = str(self.theme_combo.currentData())
+        self.prefs.keep_running_in_tray = self.tray_box.isChecked()
+        self.prefs.start_api = self.start_api_box.isChecked()
+        self._save_prefs()
+        self._apply_theme(self.prefs.theme)
+        if values["host"] != current.host:
+            self.api.set_address(host=values["host"])
+        later = [k for k in RESTART_KEYS if (values.get(k) or None) != (before.get(k) or None)]
+        text = "Saved."
+        if later:
+            text += " Restart FileKiln for these to take effect: " + ", ".join(k.replace("_", " ") for k in later) + "."
+        self.message.setText(text)
+        self.saved.emit()

@@ -1,0 +1,88 @@
+"""The tool picker: a search box over the tools grouped by category."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtWidgets import QAbstractItemView, QLabel, QLineEdit, QTreeView, QVBoxLayout, QWidget
+
+from desktop.models.tools import ToolIdRole, ToolTreeModel
+
+
+class ToolPicker(QWidget):
+    tool_changed = Signal(object)  # tool id or None
+
+    def __init__(self, model: ToolTreeModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = model
+        self.current_id: str | None = None
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search tools…")
+        self.search.setClearButtonEnabled(True)
+        self.search.setAccessibleName("Search tools")
+        self.tree = QTreeView()
+        self.tree.setModel(model)
+        self.tree.setHeaderHidden(True)
+        self.tree.setAccessibleName("Tools")
+        self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.tree.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.hint = QLabel()
+        self.hint.setWordWrap(True)
+        self.hint.hide()
+        self.description = QLabel()
+        self.description.setWordWrap(True)
+        self.description.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.search)
+        layout.addWidget(self.tree, 1)
+        layout.addWidget(self.hint)
+        layout.addWidget(self.description)
+        self.search.textChanged.connect(model.set_query)
+        model.filtered.connect(self._after_filter)
+        self.tree.selectionModel().currentChanged.connect(self._on_current)
+        self._after_filter()
+
+    def set_hint(self, text: str) -> None:
+        self.hint.setText(text)
+        self.hint.setVisible(bool(text))
+
+    def select(self, tool_id: str | None) -> bool:
+        """Make ``tool_id`` the current tool if it is listed; returns whether it is."""
+        index = self._index_of(tool_id) if tool_id else QModelIndex()
+        if tool_id and not index.isValid():
+            return False
+        if index.isValid():
+            self.tree.setCurrentIndex(index)
+            self.tree.scrollTo(index)
+        else:
+            self.tree.clearSelection()
+            self._set_current(None)
+        return True
+
+    def _index_of(self, tool_id: str | None) -> QModelIndex:
+        for r in range(self.model.rowCount()):
+            parent = self.model.index(r, 0)
+            for c in range(self.model.rowCount(parent)):
+                child = self.model.index(c, 0, parent)
+                if child.data(ToolIdRole) == tool_id and child.flags() & Qt.ItemFlag.ItemIsEnabled:
+                    return child
+        return QModelIndex()
+
+    def _after_filter(self) -> None:
+        self.tree.expandAll()
+        keep = self.current_id
+        if keep is not None and not self.select(keep):
+            self._set_current(None)
+
+    def _on_current(self, current: QModelIndex, previous: QModelIndex) -> None:
+        tool_id = current.data(ToolIdRole) if current.isValid() else None
+        if tool_id is not None:
+            self._set_current(tool_id)
+
+    def _set_current(self, tool_id: str | None) -> None:
+        if tool_id == self.current_id:
+            return
+        self.current_id = tool_id
+        tool = self.model.tool(tool_id)
+        self.description.setText(tool.description if tool else "")
+        self.tool_changed.emit(tool_id)
