@@ -132,13 +132,19 @@ def _warm_up() -> None:
 
 
 def main() -> int:
+    """Serve jobs, one JSON line each on stdin, until stdin closes or the supervisor kills us."""
     _die_with_parent()
     _warm_up()
-    spec = json.loads(sys.stdin.read())
-    _limit_memory(int(spec.get("memoryLimitMb") or 0))
-    for name, value in (spec.get("environ") or {}).items():
-        os.environ[name] = value
-    return run(spec, Reporter())
+    limited = False
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        spec = json.loads(line)
+        if not limited:
+            _limit_memory(int(spec.get("memoryLimitMb") or 0))
+            limited = True
+        run(spec, Reporter())
+    return 0
 
 
 if __name__ == "__main__":

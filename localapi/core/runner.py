@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import queue
 import signal
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+
+log = logging.getLogger("filekiln.runner")
 
 CANCEL_CHECK_INTERVAL = 0.2
 
@@ -35,18 +38,87 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
 
 
+MAX_JOBS_PER_CHILD = 50
+MAX_CHILD_RSS = 1024**3  # a child that grew past this is not given another job
+
+
+class Child:
+    """A conversion process and the reader of its reports. It may serve several jobs in a row."""
+
+    def __init__(self, log_path: Path) -> None:
+        self.log_path = log_path
+        with open(log_path, "ab") as log:
+            self.proc = subprocess.Popen(child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                         start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.messages: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.jobs = 0
+        threading.Thread(target=self._read, daemon=True, name=f"child-{self.proc.pid}").start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                self.messages.put(json.loads(line))
+            except ValueError:
+                continue  # stray output from an engine
+        self.messages.put(None)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def send(self, spec: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(spec).encode("utf-8") + b"\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # it died: the reader reports the end
+        self.jobs += 1
+
+    def reusable(self) -> bool:
+        if not self.alive() or self.jobs >= MAX_JOBS_PER_CHILD:
+            return False
+        try:
+            return bool(psutil.Process(self.pid).memory_info().rss < MAX_CHILD_RSS)
+        except psutil.NoSuchProcess:
+            return False
+
+    def stderr_tail(self, size: int = 2000) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(max(0, f.seek(0, os.SEEK_END) - size))
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        kill_tree(self.pid)
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                stream.close()
+        self.log_path.unlink(missing_ok=True)
+
+
 class ChildPool:
-    """Children started ahead of time, each used for exactly one job.
+    """Conversion processes started ahead of time and kept between small jobs.
 
     A child spends most of its start-up importing Python and the engines; starting
-    it before the job arrives takes that off every job's latency, while each job
-    still gets a fresh process (a crash or leak never outlives its job).
+    it before the job arrives, and letting a healthy child take the next job
+    (up to ``MAX_JOBS_PER_CHILD``, while under ``MAX_CHILD_RSS``), takes that off
+    every job's latency. A child whose job was canceled, timed out or hit an
+    unexpected engine error is never reused.
     """
 
     def __init__(self, size: int, log_dir: Path) -> None:
         self.size = size
         self.log_dir = log_dir
-        self._idle: list[tuple[subprocess.Popen[bytes], Path]] = []
+        self._idle: list[Child] = []
+        self._busy = 0  # children lent out to jobs
         self._lock = threading.Lock()
         self._closed = False
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -56,6 +128,9 @@ class ChildPool:
         self._spawner = threading.Thread(target=self._spawn_loop, daemon=True, name="child-pool")
         self._spawner.start()
 
+    def new_child(self) -> Child:
+        return Child(self.log_dir / f"child-{time.monotonic_ns()}.log")
+
     def _spawn_loop(self) -> None:
         while True:
             self._wanted.wait()
@@ -63,28 +138,33 @@ class ChildPool:
             with self._lock:
                 if self._closed:
                     return
-                while len(self._idle) < self.size:
-                    self._idle.append(self._spawn())
+                while len(self._idle) + self._busy < self.size:
+                    self._idle.append(self.new_child())
 
-    def _spawn(self) -> tuple[subprocess.Popen[bytes], Path]:
-        log_path = self.log_dir / f"child-{time.monotonic_ns()}.log"
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                    start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        return proc, log_path
-
-    def take(self) -> tuple[subprocess.Popen[bytes], Path] | None:
+    def take(self) -> Child | None:
         """A started child, or None when none is ready (the caller then starts its own)."""
         taken = None
         with self._lock:
             while self._idle:
-                proc, log_path = self._idle.pop()
-                if proc.poll() is None:
-                    taken = proc, log_path
+                child = self._idle.pop(0)  # the oldest: the most likely to have finished warming up
+                if child.alive():
+                    taken = child
                     break
-                log_path.unlink(missing_ok=True)
+                child.close()
+            self._busy += 1  # a child the caller starts itself counts too
         self.fill()
         return taken
+
+    def give_back(self, child: Child | None) -> None:
+        """Return a lent child after its job (None: it was closed); a healthy one serves again."""
+        with self._lock:
+            self._busy = max(self._busy - 1, 0)
+            if child is not None and not self._closed and child.reusable():
+                self._idle.append(child)
+                return
+        if child is not None:
+            child.close()
+        self.fill()
 
     def fill(self) -> None:
         """Ask the spawner thread to top the pool up."""
@@ -95,13 +175,8 @@ class ChildPool:
             self._closed = True
             idle, self._idle = self._idle, []
         self._wanted.set()
-        for proc, log_path in idle:
-            kill_tree(proc.pid)
-            proc.wait()
-            for stream in (proc.stdin, proc.stdout):
-                if stream is not None:
-                    stream.close()
-            log_path.unlink(missing_ok=True)
+        for child in idle:
+            child.close()
 
 
 def kill_tree(pid: int) -> None:
@@ -135,91 +210,93 @@ def run_supervised(
     pool: ChildPool | None = None,
     on_start: Callable[[int], None] = lambda pid: None,
 ) -> Outcome:
-    """Run ``spec`` in a child process and wait for it, reporting progress as it comes.
+    """Run ``spec`` in a child process and wait for its answer, reporting progress as it comes.
 
-    The child's stderr ends up in ``log_path``.
+    Without a pool the child is started here (from the calling thread, which outlives the job)
+    and its stderr goes to ``log_path``.
     """
-    messages: queue.Queue[dict[str, Any] | None] = queue.Queue()
-    taken = pool.take() if pool is not None else None
-    if taken is not None:
-        proc, child_log = taken
-    else:  # started from the calling (worker) thread, which outlives the job
-        child_log = log_path
-        with open(log_path, "ab") as log:
-            proc = subprocess.Popen(
-                child_command(),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                start_new_session=True,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
-    assert proc.stdin is not None and proc.stdout is not None
-    stdout = proc.stdout
-    on_start(proc.pid)
+    child = pool.take() if pool is not None else None
+    if child is None:
+        child = Child(log_path) if pool is None else pool.new_child()
+    on_start(child.pid)
+    child.send(spec)
+    outcome, reuse = _supervise(child, timeout, on_progress, should_cancel, on_tick)
+    if outcome.status == "failed" and outcome.error_code in ("engine_error", "engine_crashed"):
+        log.warning("conversion child %d failed (%s); its last output:\n%s", child.pid, outcome.message,
+                    child.stderr_tail())
+    if pool is None:
+        _finish(child)
+    elif reuse:
+        pool.give_back(child)
+    else:
+        child.close()
+        pool.give_back(None)
+    return outcome
 
-    def read() -> None:
-        for line in stdout:
-            try:
-                messages.put(json.loads(line))
-            except ValueError:
-                continue  # stray output from an engine
-        messages.put(None)
 
-    reader = threading.Thread(target=read, daemon=True, name=f"child-{proc.pid}")
-    reader.start()
+def _finish(child: Child) -> None:
+    """A child started for one job: tell it there is no more work and let it exit."""
+    if child.proc.stdin is not None:
+        try:
+            child.proc.stdin.close()
+        except OSError:
+            pass
     try:
-        proc.stdin.write(json.dumps(spec).encode("utf-8"))
-        proc.stdin.close()
-    except BrokenPipeError:
-        pass
+        child.proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        kill_tree(child.pid)
+        child.proc.wait()
+    if child.proc.stdout is not None:
+        child.proc.stdout.close()
 
+
+def _supervise(child: Child, timeout: float, on_progress: Callable[[float], None],
+               should_cancel: Callable[[], bool], on_tick: Callable[[], None]) -> tuple[Outcome, bool]:
+    """Wait for the child's answer to one job: (outcome, whether the child may take another job)."""
     deadline = time.monotonic() + timeout
-    final: dict[str, Any] | None = None
     next_check = 0.0
     try:
         while True:
             try:
-                message = messages.get(timeout=CANCEL_CHECK_INTERVAL / 2)
+                message = child.messages.get(timeout=CANCEL_CHECK_INTERVAL / 2)
             except queue.Empty:
                 message = {}
             if message is None:
-                break
+                return _died(child), False
+            assert isinstance(message, dict)
             if "progress" in message:
                 on_progress(float(message["progress"]))
-            elif "done" in message or "error" in message:
-                final = message
+            elif message.get("done"):
+                return Outcome("done", notes=[str(n) for n in message.get("notes") or []]), True
+            elif "error" in message:
+                code = str(message["error"])
+                if code == "canceled":
+                    return Outcome("canceled"), False
+                return Outcome("failed", code, str(message.get("message"))), code not in ("engine_error",
+                                                                                         "out_of_memory")
             now = time.monotonic()
             if now >= next_check:
                 next_check = now + CANCEL_CHECK_INTERVAL
                 on_tick()
                 if should_cancel():
-                    kill_tree(proc.pid)
-                    return Outcome("canceled")
+                    kill_tree(child.pid)
+                    return Outcome("canceled"), False
             if now > deadline:
-                kill_tree(proc.pid)
-                return Outcome("failed", "timeout", f"The conversion did not finish within {timeout:.0f} seconds.")
-        proc.wait(timeout=10)
+                kill_tree(child.pid)
+                text = f"The conversion did not finish within {timeout:.0f} seconds."
+                return Outcome("failed", "timeout", text), False
     except BaseException:
-        kill_tree(proc.pid)
+        kill_tree(child.pid)
         raise
-    finally:
-        reader.join(timeout=2)
-        stdout.close()
-        if child_log != log_path:
-            try:
-                os.replace(child_log, log_path)
-            except OSError:
-                child_log.unlink(missing_ok=True)
 
-    if final is not None and final.get("done"):
-        return Outcome("done", notes=[str(n) for n in final.get("notes") or []])
-    if final is not None:
-        code = str(final.get("error"))
-        if code == "canceled":
-            return Outcome("canceled")
-        return Outcome("failed", code, str(final.get("message")))
-    if proc.returncode is not None and proc.returncode < 0:
-        name = signal.Signals(-proc.returncode).name if -proc.returncode in signal.valid_signals() else "?"
+
+def _died(child: Child) -> Outcome:
+    try:
+        code = child.proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        kill_tree(child.pid)
+        code = child.proc.wait()
+    if code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else "?"
         return Outcome("failed", "engine_crashed", f"The conversion process was killed by signal {name}.")
-    return Outcome("failed", "engine_crashed", f"The conversion process exited unexpectedly (code {proc.returncode}).")
+    return Outcome("failed", "engine_crashed", f"The conversion process exited unexpectedly (code {code}).")
