@@ -53,6 +53,17 @@ def build_parser() -> argparse.ArgumentParser:
     revoke = keys_sub.add_parser("revoke", parents=[common])
     revoke.add_argument("id")
 
+    models = sub.add_parser("models", parents=[common], help="list, download and import models")
+    models_sub = models.add_subparsers(dest="models_command", required=True)
+    models_list = models_sub.add_parser("list", parents=[common])
+    models_list.add_argument("--json", action="store_true")
+    fetch = models_sub.add_parser("download", parents=[common], help="download from the official source")
+    fetch.add_argument("name", help="u2netp, isnet-general-use, tessdata-<lang>, whisper-<size>")
+    imported = models_sub.add_parser("import", parents=[common], help="copy a model file you already have")
+    imported.add_argument("path", type=Path)
+    imported.add_argument("--kind", required=True, choices=["tessdata", "whisper", "background", "llm"])
+    imported.add_argument("--name", default=None)
+
     tools = sub.add_parser("tools", parents=[common], help="list the tools")
     tools.add_argument("--category", default=None)
     tools.add_argument("--json", action="store_true")
@@ -93,6 +104,7 @@ def main(argv: Sequence[str] | None = None, gui: GuiEntry | None = None) -> int:
         return gui(settings)
     handlers: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
         "serve": cmd_serve, "worker": cmd_worker, "keys": cmd_keys, "tools": cmd_tools, "convert": cmd_convert,
+        "models": cmd_models,
     }
     return handlers[command](args, settings)
 
@@ -210,6 +222,45 @@ def cmd_tools(args: argparse.Namespace, settings: Settings) -> int:
             mark = "" if t.available else "  (unavailable)"
             print(f"{t.category:13} {t.id:22} {', '.join(t.accepts)} -> {', '.join(t.produces)}{mark}")
     return 0
+
+
+def cmd_models(args: argparse.Namespace, settings: Settings) -> int:
+    from converters.base import Cancelled, ConversionError
+    from converters.models import REGISTRY, download, get_entry, import_model, is_installed
+
+    models_dir = settings.data_dir / "models"
+    try:
+        if args.models_command == "list":
+            listed = [{"name": e.name, "kind": e.kind, "title": e.title, "sizeBytes": e.size,
+                       "verified": e.verified, "installed": is_installed(e, models_dir)} for e in REGISTRY.values()]
+            if args.json:
+                print(json.dumps(listed))
+            else:
+                for m in listed:
+                    print(f"{m['name']:20} {'installed' if m['installed'] else '-':10} {m['title']}")
+                print("Also: tessdata-<language> (e.g. tessdata-deu), whisper-<size> (tiny, base, small ...).")
+            return 0
+        if args.models_command == "download":
+            entry = get_entry(args.name)
+            bar = ProgressBar(sys.stderr)
+            interrupted = threading.Event()
+            previous = signal.signal(signal.SIGINT, lambda *_: interrupted.set())
+            try:
+                paths = download(entry, models_dir, bar.update, interrupted.is_set)
+            finally:
+                signal.signal(signal.SIGINT, previous)
+            bar.finish(True)
+            for path in paths:
+                print(path)
+            return 0
+        print(import_model(args.path, models_dir, args.kind, args.name))
+        return 0
+    except Cancelled:
+        print("Stopped; run the same command again to resume.", file=sys.stderr)
+        return 1
+    except ConversionError as exc:
+        print(f"{exc.code}: {exc.message}", file=sys.stderr)
+        return 1
 
 
 def parse_param(text: str) -> tuple[str, Any]:

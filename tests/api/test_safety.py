@@ -109,3 +109,25 @@ def test_cli_tools_and_convert_without_a_server(tmp_path) -> None:  # type: igno
     bad = subprocess.run([sys.executable, "-m", "filekiln", "convert", str(src), "--tool", "image-convert",
                           "--to", "mp3", "--data-dir", str(data)], capture_output=True, text=True, cwd=ROOT)
     assert bad.returncode == 2 and "mp3" in bad.stderr
+
+
+def test_cli_models_import_and_list(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from converters.tools.ai_background import packaged_u2netp
+    from tests.conftest import run_cli
+
+    data = tmp_path / "data"
+    before = {m["name"]: m for m in json.loads(run_cli(data, "models", "list", "--json"))}
+    assert before["u2netp"]["installed"] is False and before["u2netp"]["verified"] is True
+    source = packaged_u2netp()
+    assert source is not None
+    out = run_cli(data, "models", "import", str(source), "--kind", "background").strip()
+    assert out == str(data / "models" / "background" / "u2netp.onnx")
+    after = {m["name"]: m for m in json.loads(run_cli(data, "models", "list", "--json"))}
+    assert after["u2netp"]["installed"] is True
+    bad = tmp_path / "notes.txt"
+    bad.write_text("not a model")
+    result = subprocess.run([sys.executable, "-m", "filekiln", "--data-dir", str(data), "models", "import", str(bad),
+                             "--kind", "llm"], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 1 and "damaged_input" in result.stderr
