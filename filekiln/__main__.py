@@ -24,4 +24,7 @@ def _gui(settings: object) -> int:
 
 
 if __name__ == "__main__":
+    import multiprocessing
+
+    multiprocessing.freeze_support()  # a frozen app's multiprocessing children must not reach the CLI parser
     sys.exit(main())
