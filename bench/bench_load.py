@@ -109,7 +109,8 @@ def phase_clients(base: str, key: str, clients: int, jobs: int, pid: int) -> Non
     print(f"phase 1: {clients} clients, {jobs} jobs in {took:.1f} s ({jobs / took:.1f} jobs/s); "
           f"DONE {len(done_jobs)}; errors {dict(errors) or 'none'}; 429s honoured {throttled[0]}")
     for label, values in sorted(latencies.items()):
-        print(f"  {label:16} n={len(values):6d}  p50 {percentile(values, .5):7.1f} ms  p99 {percentile(values, .99):7.1f} ms")
+        p50, p99 = percentile(values, 0.5), percentile(values, 0.99)
+        print(f"  {label:16} n={len(values):6d}  p50 {p50:7.1f} ms  p99 {p99:7.1f} ms")
     marks = rss[:: max(1, len(rss) // 10)]
     print("  server RSS (s, MB): " + ", ".join(f"({t:.0f}, {m:.0f})" for t, m in marks))
 
