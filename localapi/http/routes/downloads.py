@@ -10,7 +10,7 @@ import anyio
 from fastapi import APIRouter, Header, Path, Query
 from fastapi.responses import StreamingResponse
 
-from localapi.core.errors import FileNotFound, Gone, InvalidSignature, ServiceError
+from localapi.core.errors import Gone, InvalidSignature, ServiceError
 from localapi.http.deps import ServiceDep
 from localapi.http.problems import problems
 
@@ -110,5 +110,3 @@ async def download(
     return StreamingResponse(_stream(f, start, length), status_code=206 if requested else 200,
                              media_type=stored.mime_type, headers=headers)
 
-
-__all__ = ["router", "FileNotFound"]

@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import anyio
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from localapi.core.errors import Conflict, FileNotFound, ToolNotFound
+from localapi.core.errors import Conflict, ToolNotFound
 from localapi.core.files import StoredFile
 from localapi.core.idempotency import request_hash
 from localapi.core.service import Service
@@ -81,8 +82,6 @@ async def upload_file(
 
 
 async def _run_blocking(fn: Any, *args: Any) -> Any:
-    import anyio
-
     return await anyio.to_thread.run_sync(lambda: fn(*args))
 
 
@@ -100,5 +99,3 @@ def delete_file(id: str, service: ServiceDep, key: KeyDep) -> Response:
     service.files.delete(f.id)
     return Response(status_code=204)
 
-
-__all__ = ["router", "file_out", "FileNotFound"]

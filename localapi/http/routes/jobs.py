@@ -3,7 +3,6 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any
 
-import anyio
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 
@@ -119,5 +118,3 @@ def get_result(job: JobDep, service: ServiceDep, request: Request) -> ResultOut:
     url, expires = link_for(service, request, main, now)
     return ResultOut(downloadUrl=url, expiresAt=iso(expires), files=files)  # type: ignore[arg-type]
 
-
-__all__ = ["router", "anyio"]
