@@ -15,6 +15,7 @@ from desktop.views.convert_panel import ConvertPanel
 from desktop.views.engines_panel import EnginesPanel
 from desktop.views.jobs_view import JobsView
 from desktop.views.keys_panel import KeysPanel
+from desktop.views.models_box import ModelsBox
 from desktop.views.settings_panel import SettingsPanel
 from desktop.views.shell import CANCEL_AND_QUIT, HIDE, QUIT, STAY, Shell, Tray
 
@@ -44,7 +45,8 @@ class MainWindow(QMainWindow):
         convert_page.setChildrenCollapsible(False)
         self.keys_panel = KeysPanel(desktop.keys, shell.copy, confirm=shell.confirm)
         self.api_panel = ApiPanel(desktop.api, shell.copy, shell.open_url, persist=desktop.update_settings)
-        self.engines_panel = EnginesPanel(desktop.gather_engines, desktop.background)
+        self.engines_panel = EnginesPanel(desktop.gather_engines, desktop.background,
+                                          models=ModelsBox(desktop.service.models, desktop.service.download_model))
         self.settings_panel = SettingsPanel(
             desktop.api, desktop.prefs, desktop.save_prefs, desktop.settings_file, shell.apply_theme,
             choose_folder=shell.choose_folder or self.convert.options._choose_folder, open_path=shell.open_path)

@@ -19,9 +19,9 @@ from PySide6.QtWidgets import (
 from desktop.models.engines import EngineRow
 from desktop.threads import Background
 
-NO_DOWNLOADS = ("Downloading models from this panel is not available yet. Until it is, put model files in the "
-                "data folder's models/ folder: tessdata/ for OCR languages, whisper/ for transcription, "
-                "background/ for background removal, llm/ for GGUF language models.")
+MODEL_FOLDERS = ("Model files you already have go in the data folder's models/ folder: tessdata/ for OCR "
+                 "languages, whisper/ for transcription, background/ for background removal, llm/ for GGUF "
+                 "language models (or use 'filekiln models import').")
 
 
 class EnginesPanel(QWidget):
@@ -30,7 +30,7 @@ class EnginesPanel(QWidget):
     COLUMNS = ("Engine", "Version", "Status", "Used for", "Where / how")
 
     def __init__(self, gather: Callable[[], list[EngineRow]], background: Background,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, models: QWidget | None = None) -> None:
         super().__init__(parent)
         self._gather = gather
         self._background = background
@@ -49,7 +49,8 @@ class EnginesPanel(QWidget):
         self.refresh_button = QPushButton("&Refresh")
         self.refresh_button.clicked.connect(self.refresh)
         self.status = QLabel()
-        note = QLabel(NO_DOWNLOADS)
+        self.models = models
+        note = QLabel(MODEL_FOLDERS)
         note.setWordWrap(True)
         top = QHBoxLayout()
         top.addWidget(self.refresh_button)
@@ -57,6 +58,8 @@ class EnginesPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.table, 1)
+        if models is not None:
+            layout.addWidget(models)
         layout.addWidget(note)
         self._loaded = False
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -146,6 +147,23 @@ class Service:
         """(name, path in the store) of a DONE job's outputs."""
         result = self.jobs.result(job_id, Caller(any_owner=True))
         return [(f.original_name, self.files.path_of(f.id)) for f in result.files]
+
+    # ---- models (the Engines panel's downloads) ----
+
+    def models(self) -> list[dict[str, Any]]:
+        """The downloadable models, and whether each is in the data dir's models/."""
+        from converters.models import REGISTRY, is_installed
+
+        models_dir = self.settings.data_dir / "models"
+        return [{"name": e.name, "title": e.title, "kind": e.kind, "sizeBytes": e.size, "verified": e.verified,
+                 "installed": is_installed(e, models_dir)} for e in REGISTRY.values()]
+
+    def download_model(self, name: str, progress: Callable[[float], None],
+                       cancelled: Callable[[], bool]) -> None:
+        """Fetch ``name`` from its official source (checksum-checked, resumable); blocking."""
+        from converters.models import download, get_entry
+
+        download(get_entry(name), self.settings.data_dir / "models", progress, cancelled)
 
     def close(self) -> None:
         self.stop_workers()
