@@ -78,6 +78,12 @@ class Reporter:
             self.send({"progress": round(fraction, 4)})
 
 
+def _looks_like_oom(exc: BaseException) -> bool:
+    """Engines written in C report a failed allocation in their own words (MuPDF: "malloc ...")."""
+    text = f"{type(exc).__name__} {exc}".lower()
+    return any(word in text for word in ("out of memory", "malloc", "cannot allocate", "bad_alloc", "memoryerror"))
+
+
 def run(spec: dict[str, Any], reporter: Reporter) -> int:
     tool = load_catalogue().get(spec["tool"])
     if tool is None:
@@ -113,9 +119,10 @@ def run(spec: dict[str, Any], reporter: Reporter) -> int:
     except MemoryError:
         reporter.send({"error": "out_of_memory", "message": "The conversion needed more memory than allowed."})
         return 0
-    except Exception as exc:  # an engine bug: report it, the supervisor fails the job
+    except Exception as exc:  # an engine bug, or an engine's own way of saying it ran out of memory
         traceback.print_exc()
-        reporter.send({"error": "engine_error", "message": f"{type(exc).__name__}: {exc}"[:500]})
+        code = "out_of_memory" if _looks_like_oom(exc) else "engine_error"
+        reporter.send({"error": code, "message": f"{type(exc).__name__}: {exc}"[:500]})
         return 0
     reporter.send({"done": True, "notes": ctx.notes})
     return 0
