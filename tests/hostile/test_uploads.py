@@ -6,6 +6,7 @@ import io
 import threading
 import time
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -163,3 +164,25 @@ def test_purge_during_a_download_never_truncates_it(client: httpx.Client, server
                 purged.set()
     assert received == expected
     assert_problem(httpx.get(result["downloadUrl"]), 410, "file_expired")
+
+
+def test_one_byte_over_a_tools_limit_is_cut_off_while_streaming(client: httpx.Client, server: Server) -> None:
+    tool = next(t for t in client.get("/tools").json() if t["id"] == "ai-remove-background")
+    limit = int(tool["maxInputSizeBytes"])
+    assert limit < 5 * 1000**3  # smaller than the global limit, so the tool's own limit is what answers
+
+    def over() -> Iterator[bytes]:  # chunked: no Content-Length to refuse up front
+        yield b'--b\r\nContent-Disposition: form-data; name="file"; filename="big.png"\r\n\r\n'
+        block = b"\x00" * (1024 * 1024)
+        sent = 0
+        while sent <= limit:
+            n = min(len(block), limit + 1 - sent)
+            yield block[:n]
+            sent += n
+        yield b"\r\n--b--\r\n"
+
+    r = client.post("/files", params={"tool": tool["id"]}, content=over(),
+                    headers={"Content-Type": "multipart/form-data; boundary=b"})
+    assert_problem(r, 413, "file_too_large")
+    assert list((server.data_dir / "files" / "tmp").iterdir()) == []
+    assert client.get("/usage").status_code == 200
