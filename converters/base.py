@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import os
 import re
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -135,6 +137,18 @@ def safe_stem(name: str) -> str:
         stem = stem.rsplit(".", 1)[0]
     stem = _UNSAFE.sub("_", stem).strip(" ._")
     return stem[:100] or "output"
+
+
+@contextmanager
+def atomic_output(path: Path) -> Iterator[Path]:
+    """Yield a temporary name beside ``path``; rename it to ``path`` only when the block succeeds,
+    so that a failed or killed conversion never leaves a half-written file under a final name."""
+    tmp = path.with_name(f".{path.name}.part")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def scaled(progress: Callable[[float], None], start: float, span: float) -> Callable[[float], None]:

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
-from converters.base import Context, ConversionError, Engine, InputFile, Tool, ToolEnv, safe_stem, scaled
-from converters.tools.pdf import CamelParams, atomic_output, pixel_limit, too_large
+from converters.base import Context, ConversionError, Engine, InputFile, Tool, ToolEnv, atomic_output, safe_stem, scaled
+from converters.tools.pdf import CamelParams, pixel_limit, too_large
 
 if TYPE_CHECKING:
     from PIL import Image

@@ -19,13 +19,12 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
-from converters.base import Context, ConversionError, Engine, InputFile, Params, Tool, ToolEnv
+from converters.base import Context, ConversionError, Engine, InputFile, Params, Tool, ToolEnv, atomic_output
 
 IMAGE_FORMATS = ("png", "jpg", "tiff")
 MAX_SIDE_PX = 20_000  # Tesseract refuses > 32767; renders beyond this are slow and need GBs
@@ -241,17 +240,6 @@ def overlay_text(page: Any, ocr: Any) -> None:
     page.show_pdf_page(page.rect * page.derotation_matrix, ocr, 0, rotate=page.rotation, overlay=True)
 
 
-@contextmanager
-def _writing(final: Path) -> Iterator[Path]:
-    """A temporary name beside ``final``, renamed to it only when the block succeeds."""
-    part = final.with_name(f".{final.name}.part")
-    try:
-        yield part
-        part.replace(final)
-    finally:
-        part.unlink(missing_ok=True)
-
-
 class _OcrTool(Tool):
     category: ClassVar[str] = "ocr"
     accepts: ClassVar[tuple[str, ...]] = ("pdf", *IMAGE_FORMATS)
@@ -324,7 +312,7 @@ class OcrPdf(_OcrTool):
         if recognised == 0:
             ctx.notes.append(f"{source.name}: no text was recognised.")
         ctx.check_cancelled()
-        with _writing(ctx.output_path(source.name, "pdf")) as part:
+        with atomic_output(ctx.output_path(source.name, "pdf")) as part:
             doc.save(part, garbage=3, deflate=True)
         doc.close()
 
@@ -341,7 +329,7 @@ class OcrText(_OcrTool):
         for page, ocr, native in self.pages(ctx, source, doc, image_dpis, progress):
             pages.append(page_record(len(pages) + 1, page, ocr, native))
         doc.close()
-        with _writing(ctx.output_path(source.name, ctx.output_format)) as part:
+        with atomic_output(ctx.output_path(source.name, ctx.output_format)) as part:
             if ctx.output_format == "json":
                 record = {"source": source.name, "languages": ctx.params.languages, "pages": pages}
                 part.write_text(json.dumps(record, ensure_ascii=False, indent=1), encoding="utf-8")

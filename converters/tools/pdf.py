@@ -9,17 +9,25 @@ delete), ``pdf_render`` (to image, from images, to text) and ``pdf_security``
 
 from __future__ import annotations
 
-import os
 import shutil
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from converters.base import Context, ConversionError, Engine, InputFile, Params, Tool, ToolEnv, safe_stem
+from converters.base import (
+    Context,
+    ConversionError,
+    Engine,
+    InputFile,
+    Params,
+    Tool,
+    ToolEnv,
+    atomic_output,
+    safe_stem,
+)
 from converters.pages import PAGE_SPEC_PATTERN, check_page_spec
 
 if TYPE_CHECKING:
@@ -62,17 +70,6 @@ def too_large(what: str, pixels: float, limit: int) -> ConversionError:
         "input_too_large",
         f"{what} would be {pixels / 1e6:.0f} megapixels, over the limit of {limit / 1e6:.0f} megapixels.",
     )
-
-
-@contextmanager
-def atomic_output(path: Path) -> Iterator[Path]:
-    """Yield a temporary name beside ``path``; rename it to ``path`` only when the block succeeds."""
-    tmp = path.with_name(f".{path.name}.part")
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def stem_of(source: InputFile) -> str:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from converters.base import Context, ConversionError, InputFile, Tool, ToolEnv
+from converters.base import Context, ConversionError, InputFile, Tool, ToolEnv, atomic_output
 from converters.pages import ALL_PAGES, parse_pages
 from converters.tools.images import IMAGE_FORMATS, PILLOW, has_alpha, load_picture, open_image, precheck_images
 from converters.tools.pdf import (
@@ -18,7 +18,6 @@ from converters.tools.pdf import (
     CamelParams,
     PageSpec,
     PdfTool,
-    atomic_output,
     check_render_size,
     pages_field,
     pixel_limit,

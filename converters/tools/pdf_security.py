@@ -11,14 +11,13 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from converters.base import Context, ConversionError, InputFile, Tool
+from converters.base import Context, ConversionError, InputFile, Tool, atomic_output
 from converters.pages import ALL_PAGES, page_set
 from converters.tools.images import HEX_COLOUR
 from converters.tools.pdf import (
     CamelParams,
     PageSpec,
     PdfTool,
-    atomic_output,
     open_pdf,
     pages_field,
     save_pdf,

@@ -12,14 +12,13 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
-from converters.base import Context, ConversionError, Engine, InputFile, Params, Tool, ToolEnv
+from converters.base import Context, ConversionError, Engine, InputFile, Params, Tool, ToolEnv, atomic_output
 from converters.models import in_background
 
 AUDIO_FORMATS = ("mp3", "wav", "flac", "ogg", "opus", "m4a", "aac", "aiff", "wma")
@@ -262,17 +261,6 @@ def whisper_stream(model_dir: Path, samples: Any, params: TranscribeParams) -> I
         yield Segment(float(piece.start), min(float(piece.end), duration), piece.text.strip(), words)
 
 
-@contextmanager
-def _writing(final: Path) -> Iterator[Path]:
-    """A temporary name beside ``final``, renamed to it only when the block succeeds."""
-    part = final.with_name(f".{final.name}.part")
-    try:
-        yield part
-        part.replace(final)
-    finally:
-        part.unlink(missing_ok=True)
-
-
 class Transcribe(Tool):
     id = "transcribe"
     category = "transcription"
@@ -353,7 +341,7 @@ class Transcribe(Tool):
             "task": "translate" if params.translate else "transcribe",
             "wordTimestamps": params.word_timestamps,
         }
-        with _writing(ctx.output_path(source.name, ctx.output_format)) as part:
+        with atomic_output(ctx.output_path(source.name, ctx.output_format)) as part:
             part.write_text(render(segments, ctx.output_format, meta), encoding="utf-8")
         progress(1.0)
 
