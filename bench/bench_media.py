@@ -105,6 +105,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="10 s clip and 2-minute WAV instead of 60 s and 10 min")
     parser.add_argument("--repeat", type=int, default=1, help="runs per side; the fastest counts")
+    parser.add_argument("--only", choices=("h264", "vp9", "mp3"), help="run one case")
     args = parser.parse_args()
     if shutil.which("ffmpeg") is None:
         print("ffmpeg is not on PATH; install it (apt-get install ffmpeg) to get the baseline", file=sys.stderr)
@@ -124,7 +125,8 @@ def main() -> int:
         work = Path(tmp)
         clip, wav = work / "clip.mp4", work / "tone.wav"
         print("generating inputs ...", flush=True)
-        make_clip(clip, clip_seconds)
+        if args.only != "mp3":
+            make_clip(clip, clip_seconds)
         make_wav(wav, wav_seconds)
         cases = [
             Case("1080p -> H.264 CRF 23 (MP4)", "video-convert", clip, "mp4",
@@ -139,6 +141,8 @@ def main() -> int:
             Case(f"{wav_seconds // 60} min WAV -> MP3 192k", "audio-convert", wav, "mp3", {"bitrate": 192},
                  ["-c:a", "libmp3lame", "-b:a", "192k"]),
         ]
+        if args.only:
+            cases = [case for case in cases if args.only in case.name.lower().replace(".", "")]
         print(f"\n{'case':30} {'tool s':>8} {'cli s':>8} {'wall x':>7} {'tool cpu':>9} {'cli cpu':>8} {'cpu x':>6}"
               f" {'size x':>7}")
         worst = 0.0

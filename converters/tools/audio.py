@@ -4,14 +4,21 @@ One pass decodes the input, cuts it to the trim window in a filter graph
 (sample-accurate), optionally applies a loudness gain measured in a first pass,
 and encodes. When nothing asks for a change and the input already has the
 output's codec, packets are copied instead (lossless and fast).
+
+MP3 files are encoded by ``lameenc`` (LAME 3.100 with the settings FFmpeg uses:
+CBR, joint stereo, quality 3) and muxed by FFmpeg, which writes the ID3 tags
+and the LAME header; the LAME built into the ``av`` wheel needs three times the
+CPU for the same frames.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -34,6 +41,7 @@ from converters.media import (
 from converters.media_pipeline import (
     Chain,
     Copier,
+    Filters,
     PacketGate,
     StreamJob,
     Transcoder,
@@ -46,6 +54,7 @@ from converters.media_pipeline import (
 if TYPE_CHECKING:
     from av.audio.stream import AudioStream
     from av.container import OutputContainer
+    from av.packet import Packet
 
 TARGET_LUFS = -16.0  # the usual loudness for podcasts and streaming
 PEAK_CEILING_DB = -1.0  # true-peak headroom kept when normalizing, so lossy encoding does not clip
@@ -189,7 +198,8 @@ def convert_audio(
                 unshifted = Window(start=0.0, end=None, length=window.length, trimmed=False)
                 job = Copier(gate, stream, out.add_stream_from_template(stream), unshifted)
             else:
-                job = Transcoder(stream, AudioEncoder(gate, out, settings, window, gain), errors)
+                encoder = LameEncoder if settings.codec == "libmp3lame" else AudioEncoder
+                job = Transcoder(stream, encoder(gate, out, settings, window, gain), errors)
             run_streams(ctx, container, {stream: job}, window, progress, errors)
     if copy:
         ctx.notes.append("audio copied without re-encoding (already in the requested codec)")
@@ -232,6 +242,7 @@ class AudioEncoder:
             self._stream.format = settings.sample_format
         if settings.bit_rate:
             self._stream.bit_rate = settings.bit_rate
+        self._settings = settings
         self._window = window
         self._gain_db = gain_db
         self._alone = alone
@@ -242,8 +253,11 @@ class AudioEncoder:
             filters = trim_filters(self._window, audio=True, restart=self._alone)
             if self._gain_db:
                 filters.append(("volume", f"{self._gain_db:.2f}dB"))
-            self._chain = build_chain(audio_source_args(frame), True, filters)
+            self._chain = build_chain(audio_source_args(frame), True, filters + self._output_filters())
         return self._encode(self._chain.push(frame))
+
+    def _output_filters(self) -> Filters:
+        return []  # the encoder converts rate, layout and sample format itself
 
     def flush(self) -> int:
         count = self._encode(self._chain.push(None)) if self._chain is not None else 0
@@ -254,6 +268,99 @@ class AudioEncoder:
         for frame in frames:
             self._gate.mux(self._stream.encode(frame))
         return len(frames)
+
+
+LAME_DELAY = 576 + 529  # LAME's encoder delay plus the MP3 decoder's: the samples players skip at the start
+
+
+class LameEncoder(AudioEncoder):
+    """MP3 through ``lameenc``: the filter graph delivers interleaved 16-bit PCM at the output rate and layout.
+
+    LAME's byte stream is split into one packet per MP3 frame by FFmpeg's parser and
+    muxed into the stream ``AudioEncoder`` created, so the container is written as
+    before. The first and last packets say how many samples are padding (FFmpeg's
+    ``skip_samples`` side data), which the muxer records in the LAME header: players
+    then give back exactly the input's samples, no more.
+    """
+
+    def __init__(
+        self,
+        gate: PacketGate,
+        out: OutputContainer,
+        settings: AudioSettings,
+        window: Window,
+        gain_db: float | None = None,
+        alone: bool = True,
+    ) -> None:
+        import av
+        import lameenc
+
+        super().__init__(gate, out, settings, window, gain_db, alone)
+        self._channels = 1 if settings.layout == "mono" else 2
+        self._lame = lameenc.Encoder()
+        self._lame.set_in_sample_rate(settings.rate)
+        self._lame.set_out_sample_rate(settings.rate)
+        self._lame.set_channels(self._channels)
+        self._lame.set_bit_rate((settings.bit_rate or 192_000) // 1000)
+        self._lame.set_quality(3)  # LAME's own default, which FFmpeg keeps
+        self._parser = av.CodecContext.create("mp3", "r")
+        self._time_base = Fraction(1, settings.rate)
+        self._start: int | None = None  # pts of the first sample, in 1/rate
+        self._samples = 0  # samples handed to LAME
+        self._produced = 0  # samples in the MP3 frames so far
+        self._last: Packet | None = None
+
+    def _output_filters(self) -> Filters:
+        s = self._settings
+        return [("aformat", f"sample_fmts=s16:sample_rates={s.rate}:channel_layouts={s.layout}")]
+
+    def flush(self) -> int:
+        count = self._encode(self._chain.push(None)) if self._chain is not None else 0
+        if not self._samples:
+            return count  # nothing was encoded (LAME refuses to flush then); the pipeline reports empty media
+        self._packets(bytes(self._lame.flush()), final=True)
+        if self._last is not None:
+            padding = max(0, self._produced - LAME_DELAY - self._samples)
+            self._last.set_sidedata(_skip_samples(0, padding))
+            self._gate.mux([self._last])
+        return count
+
+    def _encode(self, frames: list[Any]) -> int:
+        for frame in frames:
+            if self._start is None:
+                self._start = round(frame.pts * frame.time_base / self._time_base) if frame.pts is not None else 0
+            self._samples += frame.samples
+            pcm = memoryview(frame.planes[0])[: frame.samples * self._channels * 2].tobytes()
+            self._packets(bytes(self._lame.encode(pcm)))
+        return len(frames)
+
+    def _packets(self, data: bytes, final: bool = False) -> None:
+        """Cut LAME's output into frames and mux them, always holding back the newest (it may be the last)."""
+        packets = self._parser.parse(data) if data else []
+        if final:
+            packets += self._parser.parse(None)
+        for packet in packets:
+            frame_samples = 1152 if self._settings.rate >= 32000 else 576  # MPEG-1 or MPEG-2/2.5 layer III
+            packet.pts = packet.dts = (self._start or 0) + self._produced - LAME_DELAY
+            packet.duration = frame_samples
+            packet.time_base = self._time_base
+            packet.stream = self._stream
+            if self._produced == 0:
+                packet.set_sidedata(_skip_samples(LAME_DELAY, 0))
+            self._produced += frame_samples
+            if self._last is not None:
+                self._gate.mux([self._last])
+            self._last = packet
+
+
+def _skip_samples(start: int, end: int) -> Any:
+    """FFmpeg's ``skip_samples`` packet side data: samples to drop at the start and at the end."""
+    from av.packet import PacketSideData, packet_sidedata_type_from_literal
+
+    # The constructor (type, size) is PyAV's public Cython signature; its stubs only declare the factory methods.
+    data = PacketSideData(packet_sidedata_type_from_literal("skip_samples"), 10)  # type: ignore[call-arg]
+    data.update(struct.pack("<IIBB", start, end, 0, 0))
+    return data
 
 
 class LoudnessMeter:

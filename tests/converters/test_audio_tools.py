@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import av
+import numpy as np
 import pytest
 from pydantic import ValidationError
 
@@ -110,6 +111,40 @@ def test_trim_keeps_only_the_requested_span(samples: Path, tmp_path: Path, fmt: 
 def test_trim_end_past_the_media_means_to_the_end(samples: Path, tmp_path: Path) -> None:
     out = convert(samples / "tone.wav", tmp_path, "flac", start=1.0, end=30)
     assert probe(out).duration == pytest.approx(1.0, abs=0.05)
+
+
+def decoded(path: Path) -> np.ndarray:
+    """Every sample a player gets from ``path``, as float32 (channels x samples), encoder delay and padding skipped."""
+    planar = av.AudioResampler(format="fltp")
+    with av.open(str(path)) as container:
+        frames = [g.to_ndarray() for f in container.decode(audio=0) for g in planar.resample(f)]
+    return np.concatenate(frames, axis=1)
+
+
+@pytest.mark.parametrize(("params", "rate", "channels"), [
+    ({}, 44100, 2),
+    ({"sampleRate": 22050, "channels": 1, "bitrate": 64}, 22050, 1),  # MPEG-2 layer III: 576-sample frames
+    ({"start": 0.25, "end": 1.5}, 44100, 2),
+])
+def test_mp3_is_gapless_and_sounds_like_the_input(samples: Path, tmp_path: Path, params: dict[str, object],
+                                                  rate: int, channels: int) -> None:
+    source = samples / "tone.wav"
+    out = convert(source, tmp_path, "mp3", **params)
+    got = decoded(out)
+    start, end = float(params.get("start", 0.0)), float(params.get("end", 2.0))  # type: ignore[arg-type]
+    # The LAME header records encoder delay and padding, so players return exactly the input's samples ...
+    assert got.shape == (channels, round((end - start) * rate))
+    # ... in place: the decoded music lines up with the source sample for sample. (LAME's low-pass leaves a
+    # relative error of about 0.2 here, as with the ffmpeg CLI; shifted by the encoder delay it would be over 1.)
+    reference = decoded(convert(source, tmp_path / "ref", "wav", **params))
+    error = np.sqrt(np.mean((got - reference) ** 2)) / np.sqrt(np.mean(reference**2))
+    assert error < 0.35, f"relative RMS error {error:.3f}"
+    with open(out, "rb") as f:
+        head = f.read(4096)
+    info = head.find(b"Info")  # the CBR LAME header FFmpeg's muxer writes
+    assert info > 0
+    delay_padding = int.from_bytes(head[info + 141 : info + 144], "big")
+    assert delay_padding >> 12 == 576  # LAME's encoder delay
 
 
 def test_normalize_brings_quiet_audio_to_minus_16_lufs(samples: Path, tmp_path: Path) -> None:
