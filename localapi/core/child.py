@@ -18,9 +18,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from converters.base import Cancelled, Context, ConversionError, InputFile, ToolEnv
 from converters.catalogue import load_catalogue
 from converters.safety import check_input
+
+CHILD_NICENESS = 10  # POSIX: well below the service, still above idle work
 
 
 def _die_with_parent() -> None:
@@ -128,6 +132,21 @@ def run(spec: dict[str, Any], reporter: Reporter) -> int:
     return 0
 
 
+def _lower_priority() -> None:
+    """Conversions yield the CPU to the API and the desktop window: a status poll or a click never waits for one.
+
+    Everything the conversion starts (LibreOffice, a model server) inherits the priority.
+    """
+    me = psutil.Process()
+    try:
+        if sys.platform == "win32":
+            me.nice(psutil.BELOW_NORMAL_PRIORITY_CLASS)
+        else:
+            me.nice(max(me.nice(), CHILD_NICENESS))
+    except (OSError, psutil.Error):
+        pass  # a sandbox may forbid it; the conversion runs at normal priority
+
+
 def _warm_up() -> None:
     """Import what most jobs need while waiting for the spec: a warm child starts at once."""
     load_catalogue()
@@ -141,6 +160,7 @@ def _warm_up() -> None:
 def main() -> int:
     """Serve jobs, one JSON line each on stdin, until stdin closes or the supervisor kills us."""
     _die_with_parent()
+    _lower_priority()
     _warm_up()
     limited = False
     for line in sys.stdin:

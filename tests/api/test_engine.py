@@ -77,6 +77,15 @@ def test_cancel_kills_the_running_conversion_within_2s(server: Server, client: h
     assert client.get("/jobs", params={"status": "DONE"}).json()["items"] == []
 
 
+def test_conversions_run_below_the_service_priority(server: Server, client: httpx.Client, slow_pdf: bytes) -> None:
+    """A busy machine still answers API calls and desktop clicks: the conversion yields the CPU first."""
+    job_id = start_slow_job(client, slow_pdf)
+    child = psutil.Process(job_child(server, job_id))
+    service = psutil.Process(server.process.pid)
+    assert child.nice() >= service.nice() + 10
+    client.post(f"/jobs/{job_id}/cancel")
+
+
 def test_cancel_of_queued_job(tmp_path: Path, slow_pdf: bytes) -> None:
     data = tmp_path / "data"
     data.mkdir()
