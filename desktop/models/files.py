@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
+from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtGui import QIcon
 
 from desktop.helpers import expand_paths, human_size
+from desktop.models.table import RowTableModel
 from desktop.threads import Background
 
-Index = QModelIndex | QPersistentModelIndex
 PathRole = Qt.ItemDataRole.UserRole + 1
 FormatRole = Qt.ItemDataRole.UserRole + 2
 
@@ -42,7 +42,7 @@ def scan_files(paths: Iterable[Path], patterns: Sequence[str], sniff: Callable[[
     return entries
 
 
-class FileListModel(QAbstractTableModel):
+class FileListModel(RowTableModel[FileEntry]):
     COLUMNS = ("Name", "Size", "Type")
     files_changed = Signal()
     loading_changed = Signal(bool)
@@ -53,28 +53,11 @@ class FileListModel(QAbstractTableModel):
         self._sniff = sniff
         self._background = background
         self._icon_for = icon_for
-        self._entries: list[FileEntry] = []
         self._loading = 0
 
     # ---- Qt model ----
 
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(self._entries)
-
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(self.COLUMNS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return self.COLUMNS[section]
-        return None
-
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid() or index.row() >= len(self._entries):
-            return None
-        entry = self._entries[index.row()]
-        column = index.column()
+    def cell(self, entry: FileEntry, column: int, role: int) -> Any:
         if role == Qt.ItemDataRole.DisplayRole:
             return (entry.path.name, human_size(entry.size), entry.type_label)[column]
         if role == Qt.ItemDataRole.ToolTipRole:
@@ -93,7 +76,7 @@ class FileListModel(QAbstractTableModel):
 
     @property
     def entries(self) -> list[FileEntry]:
-        return list(self._entries)
+        return list(self._rows)
 
     @property
     def loading(self) -> bool:
@@ -121,34 +104,34 @@ class FileListModel(QAbstractTableModel):
         self.loading_changed.emit(self._loading > 0)
 
     def add_entries(self, entries: Iterable[FileEntry]) -> int:
-        known = {e.path for e in self._entries}
+        known = {e.path for e in self._rows}
         fresh = []
         for entry in entries:
             if entry.path not in known:
                 known.add(entry.path)
                 fresh.append(entry)
         if fresh:
-            start = len(self._entries)
+            start = len(self._rows)
             self.beginInsertRows(QModelIndex(), start, start + len(fresh) - 1)
-            self._entries.extend(fresh)
+            self._rows.extend(fresh)
             self.endInsertRows()
             self.files_changed.emit()
         return len(fresh)
 
     def remove_rows(self, rows: Iterable[int]) -> None:
         for row in sorted(set(rows), reverse=True):
-            if 0 <= row < len(self._entries):
+            if 0 <= row < len(self._rows):
                 self.beginRemoveRows(QModelIndex(), row, row)
-                del self._entries[row]
+                del self._rows[row]
                 self.endRemoveRows()
         self.files_changed.emit()
 
     def clear(self) -> None:
-        if self._entries:
+        if self._rows:
             self.beginResetModel()
-            self._entries.clear()
+            self._rows.clear()
             self.endResetModel()
             self.files_changed.emit()
 
     def entries_at(self, rows: Iterable[int]) -> list[FileEntry]:
-        return [self._entries[r] for r in sorted(set(rows)) if 0 <= r < len(self._entries)]
+        return [self._rows[r] for r in sorted(set(rows)) if 0 <= r < len(self._rows)]

@@ -7,11 +7,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
+from PySide6.QtCore import QModelIndex, Qt, Signal
 
 from desktop.helpers import elapsed_of, format_elapsed, friendly_error
+from desktop.models.table import RowTableModel
 
-Index = QModelIndex | QPersistentModelIndex
 JobIdRole = Qt.ItemDataRole.UserRole + 1
 ProgressRole = Qt.ItemDataRole.UserRole + 2
 StatusRole = Qt.ItemDataRole.UserRole + 3
@@ -90,7 +90,7 @@ class JobRow:
         return "\n".join(lines)
 
 
-class JobsModel(QAbstractTableModel):
+class JobsModel(RowTableModel[JobRow]):
     COLUMNS = ("Tool", "File", "Progress", "Status", "Elapsed", "From")
     PROGRESS_COLUMN = 2
     ELAPSED_COLUMN = 4
@@ -98,26 +98,9 @@ class JobsModel(QAbstractTableModel):
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         super().__init__()
-        self._rows: list[JobRow] = []
         self._clock = clock
 
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(self.COLUMNS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return self.COLUMNS[section]
-        return None
-
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid() or index.row() >= len(self._rows):
-            return None
-        row = self._rows[index.row()]
-        column = index.column()
+    def cell(self, row: JobRow, column: int, role: int) -> Any:
         if role == Qt.ItemDataRole.DisplayRole:
             elapsed = format_elapsed(elapsed_of(row.started_at, row.finished_at, self._clock()))
             return (row.tool_title, row.files_label, f"{row.progress}%", row.status_label, elapsed,

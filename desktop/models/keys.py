@@ -6,12 +6,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 
+from desktop.models.table import RowTableModel
 from localapi.core.keys import ApiKey, KeyService
 
-Index = QModelIndex | QPersistentModelIndex
 KeyIdRole = Qt.ItemDataRole.UserRole + 1
 
 
@@ -35,7 +35,7 @@ class KeyRow:
         return "active" if self.key.active else f"revoked {when(self.key.revoked_at)}"
 
 
-class KeysModel(QAbstractTableModel):
+class KeysModel(RowTableModel[KeyRow]):
     """Reads keys from the database (a few rows: cheap). The secret never passes through here."""
 
     COLUMNS = ("Name", "Prefix", "Created", "Last used", "Jobs today", "Status")
@@ -43,33 +43,17 @@ class KeysModel(QAbstractTableModel):
     def __init__(self, keys: KeyService) -> None:
         super().__init__()
         self._keys = keys
-        self._rows: list[KeyRow] = []
         self.refresh()
 
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(self.COLUMNS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return self.COLUMNS[section]
-        return None
-
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid() or index.row() >= len(self._rows):
-            return None
-        row = self._rows[index.row()]
+    def cell(self, row: KeyRow, column: int, role: int) -> Any:
         key = row.key
         if role == Qt.ItemDataRole.DisplayRole:
             return (key.name, f"{key.prefix}…", when(key.created_at), when(key.last_used_at),
-                    quota_text(row.used_today, key.daily_job_quota), row.status)[index.column()]
+                    quota_text(row.used_today, key.daily_job_quota), row.status)[column]
         if role == Qt.ItemDataRole.FontRole and not key.active:
             font = QFont()
             font.setItalic(True)
-            font.setStrikeOut(index.column() == 0)
+            font.setStrikeOut(column == 0)
             return font
         if role == KeyIdRole:
             return key.id
