@@ -38,6 +38,7 @@ PYMUPDF = Engine(
 )
 
 DEFAULT_PIXEL_LIMIT = 100_000_000  # 100 megapixels: a 10000x10000 image, ~400 MB as RGBA
+DEFAULT_PAGE_LIMIT = 10_000  # pages a job may go through one by one (render, read, stamp, copy)
 PRECHECK_MAX_BYTES = 256 * 1024**2  # above this, opening at job creation is not "cheap": check when running
 
 
@@ -63,6 +64,15 @@ def pixel_limit(env: ToolEnv | None) -> int:
         if value:
             return int(value)
     return DEFAULT_PIXEL_LIMIT
+
+
+def page_limit(env: ToolEnv | None) -> int:
+    """The most pages a job may go through one by one (setting ``max_pdf_pages``)."""
+    if env is not None:
+        value = env.settings.get("max_pdf_pages")
+        if value:
+            return int(value)
+    return DEFAULT_PAGE_LIMIT
 
 
 def too_large(what: str, pixels: float, limit: int) -> ConversionError:
@@ -140,6 +150,14 @@ class PdfTool(Tool):
         spec = getattr(params, "pages", None)
         return spec if isinstance(spec, str) else None
 
+    def pages_worked(self, doc: pymupdf.Document, params: Any) -> int | None:
+        """How many pages this job goes through one by one, held against the page limit.
+
+        ``None`` (the default) for tools whose work does not grow page by page, such as
+        reading the metadata or rewriting the file as a whole.
+        """
+        return None
+
     def check_document(self, doc: pymupdf.Document, params: Any, env: ToolEnv | None) -> None:
         """Checks of an opened document against the params, run at job creation and again when running."""
         from converters.pages import page_groups
@@ -147,6 +165,18 @@ class PdfTool(Tool):
         spec = self.page_spec(params)
         if spec is not None:
             page_groups(spec, doc.page_count)
+        self.check_page_limit(doc, params, env)
+
+    def check_page_limit(self, doc: pymupdf.Document, params: Any, env: ToolEnv | None) -> None:
+        """Refuse (``input_too_large``) a job that would go through more pages than the limit."""
+        worked = self.pages_worked(doc, params)
+        limit = page_limit(env)
+        if worked is not None and worked > limit:
+            raise ConversionError(
+                "input_too_large",
+                f"The job would go through {worked:,} of the PDF's {doc.page_count:,} pages; the limit is "
+                f"{limit:,} page{'s' if limit != 1 else ''}. Take a part out first with pdf-split by ranges.",
+            )
 
     def precheck(self, inputs: Sequence[InputFile], params: Any, env: ToolEnv | None = None) -> None:
         for source in inputs:
@@ -342,6 +372,9 @@ class PdfCompress(PdfTool):
     )
     params = CompressParams
     timeout_seconds = 1800.0
+
+    def pages_worked(self, doc: pymupdf.Document, params: Any) -> int | None:
+        return int(doc.page_count)  # every page is scanned for image placements
 
     def convert(self, ctx: Context, source: InputFile, progress: Callable[[float], None]) -> None:
         params: CompressParams = ctx.params

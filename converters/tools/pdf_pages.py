@@ -39,6 +39,9 @@ class PdfMerge(PdfTool):
     merges_inputs = True
     timeout_seconds = 1800.0
 
+    def pages_worked(self, doc: pymupdf.Document, params: Any) -> int | None:
+        return int(doc.page_count)
+
     def precheck(self, inputs: Sequence[InputFile], params: Any, env: ToolEnv | None = None) -> None:
         super().precheck(inputs, params, env)
         precheck_images(inputs, env)
@@ -101,6 +104,11 @@ class PdfSplit(PdfTool):
     def page_spec(self, params: Any) -> str | None:
         return params.pages if params.mode == "ranges" else None
 
+    def pages_worked(self, doc: pymupdf.Document, params: Any) -> int | None:
+        if params.mode == "ranges":
+            return sum(len(group) for group in page_groups(params.pages, doc.page_count))
+        return int(doc.page_count)
+
     def convert(self, ctx: Context, source: InputFile, progress: Callable[[float], None]) -> None:
         import pymupdf
 
@@ -143,6 +151,9 @@ class PdfRotate(PdfTool):
     description = "Turn all or some pages clockwise by 90, 180 or 270 degrees."
     params = RotateParams
 
+    def pages_worked(self, doc: pymupdf.Document, params: Any) -> int | None:
+        return len(page_set(params.pages, doc.page_count))
+
     def convert(self, ctx: Context, source: InputFile, progress: Callable[[float], None]) -> None:
         params: RotateParams = ctx.params
         doc = self.open_checked(ctx, source)
@@ -173,6 +184,9 @@ class PdfExtractPages(PdfTool):
     description = 'Keep only the pages you name ("1-3,5,8-"), in the order you name them.'
     params = ExtractParams
 
+    def pages_worked(self, doc: pymupdf.Document, params: Any) -> int | None:
+        return len(parse_pages(params.pages, doc.page_count))
+
     def convert(self, ctx: Context, source: InputFile, progress: Callable[[float], None]) -> None:
         params: ExtractParams = ctx.params
         doc = self.open_checked(ctx, source)
@@ -197,9 +211,13 @@ class PdfDeletePages(PdfTool):
     description = 'Remove the pages you name ("2,4-6,10-"); the others keep their order.'
     params = DeleteParams
 
+    def pages_worked(self, doc: pymupdf.Document, params: Any) -> int | None:
+        return int(doc.page_count) - len(page_set(params.pages, doc.page_count))  # the pages kept are copied
+
     def check_document(self, doc: pymupdf.Document, params: Any, env: ToolEnv | None) -> None:
         if len(page_set(params.pages, doc.page_count)) >= doc.page_count:
             raise ConversionError("invalid_pages", "That would delete every page; a PDF needs at least one.")
+        self.check_page_limit(doc, params, env)
 
     def convert(self, ctx: Context, source: InputFile, progress: Callable[[float], None]) -> None:
         params: DeleteParams = ctx.params

@@ -143,6 +143,9 @@ class PdfToImage(PdfTool):
     engines = (PYMUPDF, PILLOW)
     timeout_seconds = 1800.0
 
+    def pages_worked(self, doc: pymupdf.Document, params: Any) -> int | None:
+        return len(parse_pages(params.pages, doc.page_count))  # one image file per page named
+
     def check_document(self, doc: pymupdf.Document, params: Any, env: ToolEnv | None) -> None:
         super().check_document(doc, params, env)
         limit = pixel_limit(env)
@@ -194,6 +197,9 @@ class PdfToText(PdfTool):
     produces = ("txt", "md")
     params = PdfToTextParams
     timeout_seconds = 1800.0  # the Markdown layout analysis takes a while on long documents
+
+    def pages_worked(self, doc: pymupdf.Document, params: Any) -> int | None:
+        return len(parse_pages(params.pages, doc.page_count))
 
     def convert(self, ctx: Context, source: InputFile, progress: Callable[[float], None]) -> None:
         params: PdfToTextParams = ctx.params

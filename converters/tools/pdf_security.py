@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -190,6 +190,9 @@ class PdfWatermark(PdfTool):
     title = "Watermark PDF"
     description = "Stamp a text watermark on all or some pages: opacity, size, angle, position and colour."
     params = WatermarkParams
+
+    def pages_worked(self, doc: pymupdf.Document, params: Any) -> int | None:
+        return len(page_set(params.pages, doc.page_count))
 
     def convert(self, ctx: Context, source: InputFile, progress: Callable[[float], None]) -> None:
         params: WatermarkParams = ctx.params

@@ -75,6 +75,7 @@ def run_direct(
     out_dir: Path,
     params: dict[str, Any] | None = None,
     cancelled: Callable[[], bool] = lambda: False,
+    env: ToolEnv | None = None,
 ) -> Context:
     """Run a tool without its job-creation precheck, as a worker does for a job created without one."""
     tool = load_catalogue().get(tool_id)
@@ -87,6 +88,7 @@ def run_direct(
         output_format=tool.produces[0],
         out_dir=out_dir,
         cancelled=cancelled,
+        env=env or ToolEnv(),
     )
     tool.run(ctx)
     return ctx
@@ -610,6 +612,77 @@ def test_a_huge_page_renders_at_a_low_enough_dpi(samples: Path, tmp_path: Path) 
     run = run_tool("pdf-to-image", [samples / "huge.pdf"], tmp_path, {"dpi": 36}, "jpg")
     with Image.open(run.outputs[0]) as image:
         assert image.size == (7200, 7200)
+
+
+# Tools that go through pages one by one, with params that make them go through all three of three.pdf.
+PAGE_BY_PAGE: list[tuple[str, dict[str, Any]]] = [
+    ("pdf-compress", {}),
+    ("pdf-merge", {}),
+    ("pdf-split", {}),
+    ("pdf-split", {"mode": "ranges", "pages": "1,2-3"}),
+    ("pdf-rotate", {}),
+    ("pdf-extract-pages", {"pages": "1-"}),
+    ("pdf-to-image", {"dpi": 36}),
+    ("pdf-to-text", {}),
+    ("pdf-watermark", {"text": "DRAFT"}),
+]
+TWO_PAGES = ToolEnv(settings={"max_pdf_pages": 2})
+
+
+@pytest.mark.parametrize(("tool_id", "params"), PAGE_BY_PAGE)
+def test_more_pages_than_the_page_limit_are_refused_at_job_creation(
+    samples: Path, tool_id: str, params: dict[str, Any]
+) -> None:
+    tool = load_catalogue().get(tool_id)
+    assert tool is not None
+    inputs = [InputFile(samples / "three.pdf", "pdf", "three.pdf")]
+    with pytest.raises(ConversionError) as caught:
+        tool.precheck(inputs, tool.params.model_validate(params), TWO_PAGES)
+    assert caught.value.code == "input_too_large"
+    assert "3 of the PDF's 3 pages" in caught.value.message and "limit is 2 pages" in caught.value.message
+
+
+@pytest.mark.parametrize(("tool_id", "params"), PAGE_BY_PAGE)
+def test_more_pages_than_the_page_limit_fail_the_job_when_not_prechecked(
+    samples: Path, tmp_path: Path, tool_id: str, params: dict[str, Any]
+) -> None:
+    with pytest.raises(ConversionError) as caught:
+        run_direct(tool_id, [samples / "three.pdf"], tmp_path, params, env=TWO_PAGES)
+    assert caught.value.code == "input_too_large"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_delete_pages_counts_the_pages_it_keeps_against_the_page_limit(samples: Path, tmp_path: Path) -> None:
+    one_page = ToolEnv(settings={"max_pdf_pages": 1})
+    with pytest.raises(ConversionError) as caught:
+        run_tool("pdf-delete-pages", [samples / "three.pdf"], tmp_path / "a", {"pages": "1"}, env=one_page)
+    assert caught.value.code == "input_too_large"
+    [output] = run_tool("pdf-delete-pages", [samples / "three.pdf"], tmp_path / "b", {"pages": "1-2"},
+                        env=one_page).outputs
+    assert page_markers(output) == [3]
+
+
+@pytest.mark.parametrize(
+    ("tool_id", "params", "fmt"),
+    [
+        ("pdf-to-text", {"pages": "2-3"}, "txt"),
+        ("pdf-to-image", {"pages": "1,3", "dpi": 36}, "png"),
+        ("pdf-split", {"mode": "ranges", "pages": "1,3"}, "pdf"),
+        ("pdf-metadata", {}, "json"),
+        ("pdf-protect", {"userPassword": "pw"}, "pdf"),
+    ],
+)
+def test_page_ranges_within_the_page_limit_and_whole_file_tools_are_not_limited(
+    samples: Path, tmp_path: Path, tool_id: str, params: dict[str, Any], fmt: str
+) -> None:
+    assert run_tool(tool_id, [samples / "three.pdf"], tmp_path, params, fmt, env=TWO_PAGES).outputs
+
+
+def test_the_page_limit_defaults_to_10000_pages() -> None:
+    from converters.tools.pdf import page_limit
+
+    assert page_limit(None) == page_limit(ToolEnv()) == 10_000
+    assert page_limit(ToolEnv(settings={"max_pdf_pages": 50})) == 50
 
 
 # --------------------------------------------------------------------------- cancellation and progress
