@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from converters.base import Cancelled, ConversionError, ToolEnv
-from converters.procs import POLL_SECONDS, kill_tree, popen_kwargs, run_command
+from converters.procs import POLL_SECONDS, kill_tree, popen_kwargs, run_command, wait_gone
 
 BRIDGE = Path(__file__).with_name("office_bridge.py")
 START_SECONDS = 90.0
@@ -476,7 +476,7 @@ def _kill_pid(pid: int) -> None:
             victim.kill()
         except psutil.NoSuchProcess:
             pass
-    psutil.wait_procs(victims, timeout=5)
+    wait_gone(victims, timeout=5)  # not our child: its parent (maybe a pooled job child) may never reap it
 
 
 def stop_slot(slot_dir: Path) -> bool:

@@ -14,8 +14,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from converters.base import Cancelled, ConversionError
+
+if TYPE_CHECKING:
+    import psutil
 
 POLL_SECONDS = 0.2
 
@@ -62,6 +66,31 @@ def kill_tree(proc: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
         pass
+
+
+def wait_gone(procs: Sequence[psutil.Process], timeout: float) -> None:
+    """Wait up to ``timeout`` s until killed ``procs`` have exited.
+
+    A zombie has exited. ``psutil.wait_procs`` waits for it to be reaped as well, which is up to its
+    parent: an orphan waits for init (seconds in some containers), and a grandchild whose parent is a
+    live process that never calls ``wait`` (a pooled conversion child) is never reaped at all.
+    """
+    pending = list(procs)
+    deadline = time.monotonic() + timeout
+    while pending:
+        pending = [p for p in pending if _running(p)]
+        if not pending or time.monotonic() >= deadline:
+            return
+        time.sleep(0.01)
+
+
+def _running(proc: psutil.Process) -> bool:
+    import psutil
+
+    try:
+        return bool(proc.status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
 
 
 def run_command(

@@ -18,6 +18,8 @@ from typing import Any
 
 import psutil
 
+from converters.procs import wait_gone
+
 log = logging.getLogger("filekiln.runner")
 
 CANCEL_CHECK_INTERVAL = 0.2
@@ -196,7 +198,7 @@ def kill_tree(pid: int) -> None:
             proc.kill()
         except psutil.NoSuchProcess:
             pass
-    psutil.wait_procs(victims, timeout=2)
+    wait_gone(victims, timeout=2)  # not for their reaping: the job's cleanup must not wait on init
 
 
 def run_supervised(
