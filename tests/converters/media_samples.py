@@ -233,8 +233,9 @@ def write_truncated(source: Path, path: Path, keep: float = 0.5) -> Path:
     return path
 
 
-def write_playlists(folder: Path, canary: Path) -> dict[str, Path]:
-    """Playlists that point FFmpeg at ``canary``: HLS and ffconcat, under their own names and under media names."""
+def write_playlists(folder: Path, canary: Path | str) -> dict[str, Path]:
+    """Playlists that point FFmpeg at ``canary`` (a path, or a URL such as ``file:///...`` or ``http://...``):
+    HLS and ffconcat, under their own names and under media names."""
     hls = f"#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:10.0,\n{canary}\n#EXT-X-ENDLIST\n"
     concat = f"ffconcat version 1.0\nfile '{canary}'\n"
     files = {
