@@ -84,14 +84,17 @@ def office_needed(fmt: str) -> ConversionError:
     )
 
 
-class ToPdfParams(Params):
+class PdfPageParams(Params):
+    page_size: Literal["a4", "letter", "a5", "legal"] = Field(
+        "a4", alias="pageSize", description="Paper size of a PDF made by pandoc (LibreOffice keeps the document's own)."
+    )
+
+
+class ToPdfParams(PdfPageParams):
     engine: Literal["auto", "libreoffice", "pandoc"] = Field(
         "auto",
         description="auto: LibreOffice for office formats when installed, pandoc + Typst otherwise. "
         "libreoffice: office formats, html and txt only. pandoc: everything but doc, xls, ppt, ods, odp.",
-    )
-    page_size: Literal["a4", "letter", "a5", "legal"] = Field(
-        "a4", alias="pageSize", description="Paper size for the pandoc engine (LibreOffice keeps the document's own)."
     )
 
 
@@ -168,7 +171,9 @@ class DocumentToPdf(Tool):
         progress(1.0)
 
 
-class ConvertParams(Params):
+class ConvertParams(PdfPageParams):
+    """The PDF output goes through ``document-to-pdf``, so ``pageSize`` and the engine choice mean the same there."""
+
     engine: Literal["auto", "libreoffice", "pandoc"] = Field(
         "auto", description="auto: LibreOffice between office formats (doc, docx, odt, rtf) when installed, "
         "pandoc otherwise.",

@@ -78,6 +78,14 @@ def test_page_size_letter_gives_letter_pages(tmp_path: Path) -> None:
         assert (round(doc[0].rect.width), round(doc[0].rect.height)) == (612, 792)
 
 
+def test_document_convert_to_pdf_goes_through_document_to_pdf(tmp_path: Path) -> None:
+    source = s.make_markdown(tmp_path)
+    run = run_tool("document-convert", [source], tmp_path / "out", params={"pageSize": "a5"}, output_format="pdf")
+    with pymupdf.open(run.outputs[0]) as doc:
+        assert (round(doc[0].rect.width), round(doc[0].rect.height)) == (420, 595)
+    assert "Sample Title" in s.pdf_text(run.outputs[0])
+
+
 def test_progress_rises_through_queued_converting_writing(tmp_path: Path) -> None:
     run = run_tool("document-to-pdf", [s.make_markdown(tmp_path)], tmp_path / "out")
     assert run.progress == sorted(run.progress)
