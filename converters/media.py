@@ -89,7 +89,7 @@ def open_input(path: Path) -> InputContainer:
             "unsafe_input", "The file's container type is not allowed (it could make FFmpeg read other files)."
         ) from exc
     except (av.error.FFmpegError, OSError, UnicodeError) as exc:
-        raise ConversionError("damaged_input", f"The file could not be read as audio or video: {exc}") from exc
+        raise ConversionError("damaged_input", f"The file could not be read as audio or video: {reason(exc)}") from exc
     if not demuxer_allowed(container.format.name):
         container.close()
         raise ConversionError("unsafe_input", f"The container type {container.format.name!r} is not allowed.")
@@ -241,7 +241,13 @@ def engine_errors() -> Iterator[None]:
     try:
         yield
     except av.error.FFmpegError as exc:
-        raise ConversionError("ffmpeg_error", f"FFmpeg could not convert the file: {exc}") from exc
+        raise ConversionError("ffmpeg_error", f"FFmpeg could not convert the file: {reason(exc)}") from exc
+
+
+def reason(exc: BaseException) -> str:
+    """An FFmpeg or OS error in words, without the file name it carries (a path inside the data dir)."""
+    strerror = getattr(exc, "strerror", None)
+    return str(strerror) if strerror else str(exc)
 
 
 def require_content(frames: int, errors: list[str]) -> None:

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from pydantic import Field, field_validator
 
 from converters.base import Context, ConversionError, Engine, InputFile, Params, Tool, ToolEnv, atomic_output
-from converters.media import open_input
+from converters.media import open_input, reason
 from converters.models import in_background
 
 AUDIO_FORMATS = ("mp3", "wav", "flac", "ogg", "opus", "m4a", "aac", "aiff", "wma")
@@ -146,7 +146,7 @@ def probe_duration(path: Path) -> float | None:
                 raise ConversionError("no_audio_stream", "The file has no audio stream to transcribe.")
             return _stream_seconds(container.streams.audio[0])
     except av.error.FFmpegError as exc:
-        raise ConversionError("damaged_input", f"The media file cannot be read: {exc}") from exc
+        raise ConversionError("damaged_input", f"The media file cannot be read: {reason(exc)}") from exc
 
 
 def _stream_seconds(stream: Any) -> float | None:
@@ -184,7 +184,7 @@ def decode_audio(path: Path, ctx: Context, limit: float, progress: Callable[[flo
             for out in resampler.resample(None):
                 chunks.append(out.to_ndarray().reshape(-1))
     except av.error.FFmpegError as exc:
-        raise ConversionError("damaged_input", f"The audio cannot be decoded: {exc}") from exc
+        raise ConversionError("damaged_input", f"The audio cannot be decoded: {reason(exc)}") from exc
     if not chunks:
         raise ConversionError("damaged_input", "The audio stream holds no samples.")
     samples = np.concatenate(chunks).astype(np.float32) / 32768.0

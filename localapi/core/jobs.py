@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import queue
@@ -224,7 +225,8 @@ class JobService:
                 check_input(item.path, item.format)
             tool.precheck(inputs, model, self.tool_env)
         except ConversionError as exc:
-            raise InvalidParams(exc.message, code=exc.code) from None
+            names = {str(item.path): item.name for item in inputs}
+            raise InvalidParams(self._public(exc.message, names), code=exc.code) from None
         return tool, model, fmt, stored
 
     def create(self, caller: Caller, tool_id: str, input_file_ids: Sequence[str],
@@ -435,11 +437,21 @@ class JobService:
                             t, state["progress"], job.id, PROCESSING)
 
         on_progress(0.0)
-        return run_supervised(spec, log_path=log_path,
-                              timeout=self.settings.tool_timeouts.get(tool.id, tool.timeout_seconds),
-                              on_progress=on_progress, should_cancel=should_cancel, on_tick=heartbeat,
-                              pool=self.children,
-                              on_start=lambda pid: self._record_child(job.id, pid))
+        outcome = run_supervised(spec, log_path=log_path,
+                                 timeout=self.settings.tool_timeouts.get(tool.id, tool.timeout_seconds),
+                                 on_progress=on_progress, should_cancel=should_cancel, on_tick=heartbeat,
+                                 pool=self.children,
+                                 on_start=lambda pid: self._record_child(job.id, pid))
+        names = {str(i["path"]): str(i["name"]) for i in inputs}
+        return dataclasses.replace(
+            outcome, message=self._public(outcome.message, names) if outcome.message else outcome.message,
+            notes=[self._public(note, names) for note in outcome.notes])
+
+    def _public(self, text: str, names: dict[str, str]) -> str:
+        """An engine's words without the data dir's layout: stored inputs by their names, other paths elided."""
+        for path, name in names.items():
+            text = text.replace(path, name)
+        return text.replace(str(self.settings.jobs_dir.parent), "…")  # the data dir
 
     def _record_child(self, job_id: str, pid: int) -> None:
         self.db.execute("update jobs set child_pid = ? where id = ?", pid, job_id)

@@ -186,3 +186,21 @@ def test_one_byte_over_a_tools_limit_is_cut_off_while_streaming(client: httpx.Cl
     assert_problem(r, 413, "file_too_large")
     assert list((server.data_dir / "files" / "tmp").iterdir()) == []
     assert client.get("/usage").status_code == 200
+
+
+def test_engine_errors_name_the_upload_not_where_it_is_stored(client: httpx.Client, server: Server,
+                                                              tmp_path: Path) -> None:
+    """FFmpeg's messages carry the path it opened; what the caller reads names the file as uploaded."""
+    from tests.converters import media_samples
+
+    clip = media_samples.write_clip(tmp_path / "clip.mp4", "mp4")
+    cut = clip.read_bytes()[: clip.stat().st_size // 3]
+    job = client.post("/jobs", json={"tool": "video-convert", "outputFormat": "webm",
+                                     "inputFileIds": [upload(client, "holiday.mp4", cut)["id"]]}).json()
+    failed = wait_job(client, job["id"])
+    assert failed["status"] == "FAILED" and failed["errorCode"] == "damaged_input"
+    # at creation too: transcribe reads the duration before the job exists
+    refused = client.post("/jobs", json={"tool": "transcribe", "inputFileIds": [upload(client, "talk.m4a", cut)["id"]]})
+    detail = assert_problem(refused, 422, "damaged_input")["detail"]
+    for text in (failed["errorMessage"], detail):
+        assert str(server.data_dir) not in text and "/files/" not in text and "file_" not in text, text
