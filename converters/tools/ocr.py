@@ -19,16 +19,19 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
 from converters.base import Context, ConversionError, Engine, InputFile, Params, Tool, ToolEnv, atomic_output
+from converters.tools.pdf import DEFAULT_PAGE_LIMIT, PRECHECK_MAX_BYTES, page_limit
 
 IMAGE_FORMATS = ("png", "jpg", "tiff")
-MAX_SIDE_PX = 20_000  # Tesseract refuses > 32767; renders beyond this are slow and need GBs
-MAX_PIXELS = 150_000_000  # per page or image frame
+MAX_SIDE_PX = 20_000  # default; renders beyond this are slow and need GBs
+TESSERACT_MAX_SIDE = 32_767  # Tesseract refuses anything larger, whatever the setting
+MAX_PIXELS = 150_000_000  # default, per page or image frame
 _LANGUAGE = re.compile(r"^[A-Za-z0-9_]{2,32}$")
 
 PYMUPDF = Engine("PyMuPDF", module="pymupdf", distribution="pymupdf", install_hint="pip install pymupdf")
@@ -119,16 +122,41 @@ def _image_dpi(info: dict[str, Any], fallback: int) -> float:
     return value if 100 <= value <= 2400 else float(fallback)
 
 
-def _check_pixels(width: int, height: int, what: str) -> None:
-    if max(width, height) > MAX_SIDE_PX or width * height > MAX_PIXELS:
-        raise ConversionError(
-            "input_too_large",
-            f"{what} is {width}x{height} pixels; OCR takes images up to {MAX_SIDE_PX} pixels a side "
-            f"and {MAX_PIXELS // 1_000_000} megapixels.",
+@dataclass(frozen=True)
+class OcrLimits:
+    """How much one OCR job may take on: settings ``ocr_max_side_px``, ``ocr_max_pixels`` and ``max_pdf_pages``."""
+
+    side: int = MAX_SIDE_PX
+    pixels: int = MAX_PIXELS
+    pages: int = DEFAULT_PAGE_LIMIT
+
+    @classmethod
+    def of(cls, env: ToolEnv | None) -> OcrLimits:
+        settings = env.settings if env is not None else {}
+        return cls(
+            side=min(int(settings.get("ocr_max_side_px") or MAX_SIDE_PX), TESSERACT_MAX_SIDE),
+            pixels=int(settings.get("ocr_max_pixels") or MAX_PIXELS),
+            pages=page_limit(env),
         )
 
+    def check_pixels(self, width: int, height: int, what: str) -> None:
+        if max(width, height) > self.side or width * height > self.pixels:
+            raise ConversionError(
+                "input_too_large",
+                f"{what} is {width}x{height} pixels; OCR takes images up to {self.side} pixels a side "
+                f"and {self.pixels / 1_000_000:g} megapixels.",
+            )
 
-def _image_frames(path: Path) -> Iterator[Any]:
+    def check_pages(self, count: int) -> None:
+        if count > self.pages:
+            raise ConversionError(
+                "input_too_large",
+                f"The PDF has {count:,} pages; OCR takes up to {self.pages:,} in one job. "
+                "Take a part out first with pdf-split by ranges.",
+            )
+
+
+def _image_frames(path: Path, limits: OcrLimits) -> Iterator[Any]:
     """Each frame of an image (several for a multi-page TIFF), checked against the pixel limits."""
     from PIL import Image, UnidentifiedImageError
 
@@ -137,19 +165,28 @@ def _image_frames(path: Path) -> Iterator[Any]:
         with Image.open(path) as image:
             for index in range(getattr(image, "n_frames", 1)):
                 image.seek(index)
-                _check_pixels(image.width, image.height, f"Page {index + 1}")
+                limits.check_pixels(image.width, image.height, f"Page {index + 1}")
                 yield image
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise ConversionError("damaged_input", f"The image cannot be read: {exc}") from exc
 
 
-def check_image_limits(path: Path) -> None:
-    """Refuse over-large images from their headers, before any pixel is decoded."""
-    for _ in _image_frames(path):
-        pass
+def check_limits(source: InputFile, limits: OcrLimits) -> None:
+    """Refuse over-large images from their headers, before any pixel is decoded, and PDFs with too many pages."""
+    if source.format in IMAGE_FORMATS:
+        for _ in _image_frames(source.path, limits):
+            pass
+    elif source.path.stat().st_size <= PRECHECK_MAX_BYTES:  # a larger PDF is checked when the job runs
+        pymupdf = _pymupdf()
+        try:
+            with pymupdf.open(source.path, filetype="pdf") as doc:
+                count = doc.page_count
+        except (pymupdf.FileDataError, RuntimeError, ValueError) as exc:
+            raise ConversionError("damaged_input", f"The PDF cannot be opened: {exc}") from exc
+        limits.check_pages(count)
 
 
-def _image_as_pdf(source: InputFile, default_dpi: int) -> tuple[Any, list[float]]:
+def _image_as_pdf(source: InputFile, default_dpi: int, limits: OcrLimits) -> tuple[Any, list[float]]:
     """A PDF with one page per image frame, sized by the image's resolution; also each page's dpi."""
     from PIL import ImageOps
 
@@ -158,7 +195,7 @@ def _image_as_pdf(source: InputFile, default_dpi: int) -> tuple[Any, list[float]
     doc = pymupdf.open()
     dpis: list[float] = []
     raw = source.path.read_bytes() if source.format in ("jpg", "png") else None
-    for frame in _image_frames(source.path):
+    for frame in _image_frames(source.path, limits):
         dpi = _image_dpi(frame.info, default_dpi)
         # MuPDF ignores EXIF orientation; a phone photo must be turned the way its viewer shows it.
         turned = frame.getexif().get(0x0112, 1) not in (0, 1)
@@ -180,12 +217,12 @@ def _image_as_pdf(source: InputFile, default_dpi: int) -> tuple[Any, list[float]
     return doc, dpis
 
 
-def open_as_pdf(source: InputFile, default_dpi: int) -> tuple[Any, list[float] | None]:
+def open_as_pdf(source: InputFile, default_dpi: int, limits: OcrLimits) -> tuple[Any, list[float] | None]:
     """The input as a PyMuPDF document; for images also the native dpi of each page."""
     pymupdf = _pymupdf()
 
     if source.format in IMAGE_FORMATS:
-        return _image_as_pdf(source, default_dpi)
+        return _image_as_pdf(source, default_dpi, limits)
     try:
         doc = pymupdf.open(source.path, filetype="pdf")
     except (pymupdf.FileDataError, RuntimeError, ValueError) as exc:
@@ -194,6 +231,7 @@ def open_as_pdf(source: InputFile, default_dpi: int) -> tuple[Any, list[float] |
         raise ConversionError("password_protected", "The PDF is password-protected; unlock it first.")
     if doc.page_count == 0:
         raise ConversionError("damaged_input", "The PDF has no pages.")
+    limits.check_pages(doc.page_count)
     return doc, None
 
 
@@ -202,11 +240,11 @@ def has_text(page: Any) -> bool:
     return bool(page.get_text("text").strip())
 
 
-def render_dpi(page: Any, wanted: float) -> float:
+def render_dpi(page: Any, wanted: float, limits: OcrLimits) -> float:
     """``wanted`` lowered, if need be, so the render stays inside the pixel limits."""
     width_in, height_in = page.rect.width / 72, page.rect.height / 72
-    dpi = min(wanted, MAX_SIDE_PX / max(width_in, height_in, 1e-6))
-    dpi = min(dpi, (MAX_PIXELS / max(width_in * height_in, 1e-6)) ** 0.5)
+    dpi = min(wanted, limits.side / max(width_in, height_in, 1e-6))
+    dpi = min(dpi, (limits.pixels / max(width_in * height_in, 1e-6)) ** 0.5)
     return max(dpi, 1.0)
 
 
@@ -258,9 +296,9 @@ class _OcrTool(Tool):
 
     def precheck(self, inputs: Sequence[InputFile], params: Any, env: ToolEnv | None = None) -> None:
         resolve_tessdata(params.languages, env)
+        limits = OcrLimits.of(env)
         for source in inputs:
-            if source.format in IMAGE_FORMATS:
-                check_image_limits(source.path)
+            check_limits(source, limits)
 
     def pages(
         self,
@@ -286,7 +324,7 @@ class _OcrTool(Tool):
                 yield page, None, native
             else:
                 wanted = native if native is not None else params.dpi
-                dpi = render_dpi(page, wanted)
+                dpi = render_dpi(page, wanted, OcrLimits.of(ctx.env))
                 lowered += dpi < wanted - 0.5
                 yield page, ocr_page(page, dpi, language, tessdata), native
             progress((index + 1) / count)
@@ -303,7 +341,7 @@ class OcrPdf(_OcrTool):
     produces = ("pdf",)
 
     def convert(self, ctx: Context, source: InputFile, progress: Callable[[float], None]) -> None:
-        doc, image_dpis = open_as_pdf(source, ctx.params.dpi)
+        doc, image_dpis = open_as_pdf(source, ctx.params.dpi, OcrLimits.of(ctx.env))
         recognised = 0
         for page, ocr, _ in self.pages(ctx, source, doc, image_dpis, progress):
             if ocr is not None:
@@ -324,7 +362,7 @@ class OcrText(_OcrTool):
     produces = ("txt", "json")
 
     def convert(self, ctx: Context, source: InputFile, progress: Callable[[float], None]) -> None:
-        doc, image_dpis = open_as_pdf(source, ctx.params.dpi)
+        doc, image_dpis = open_as_pdf(source, ctx.params.dpi, OcrLimits.of(ctx.env))
         pages: list[dict[str, Any]] = []
         for page, ocr, native in self.pages(ctx, source, doc, image_dpis, progress):
             pages.append(page_record(len(pages) + 1, page, ocr, native))

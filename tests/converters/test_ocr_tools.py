@@ -10,7 +10,7 @@ import pymupdf
 import pytest
 from PIL import Image
 
-from converters.base import Cancelled, ConversionError, InputFile, ToolEnv
+from converters.base import Cancelled, Context, ConversionError, InputFile, ToolEnv
 from converters.catalogue import load_catalogue
 from converters.tools.ocr import OcrParams, installed_languages, tessdata_dirs
 from tests.converters.ocr_samples import WORDS, image_file, mixed_pdf, scanned_pdf, text_picture
@@ -175,6 +175,44 @@ def test_huge_image_is_refused_before_decoding(tmp_path: Path) -> None:
     with pytest.raises(ConversionError) as caught:
         tool.precheck([InputFile(huge, "png", huge.name)], OcrParams(), ToolEnv())
     assert caught.value.code == "input_too_large"
+
+
+def test_pixel_limits_are_settings(tmp_path: Path) -> None:
+    banner = tmp_path / "banner.png"
+    Image.new("L", (30_000, 8), 255).save(banner)
+    small = tmp_path / "small.png"
+    Image.new("L", (2_000, 1_000), 255).save(small)
+    tool = load_catalogue().get("ocr-pdf")
+    assert tool is not None
+    tool.precheck([InputFile(banner, "png", banner.name)], OcrParams(), ToolEnv(settings={"ocr_max_side_px": 32_767}))
+    with pytest.raises(ConversionError) as caught:
+        tool.precheck([InputFile(small, "png", small.name)], OcrParams(),
+                      ToolEnv(settings={"ocr_max_pixels": 1_000_000}))
+    assert caught.value.code == "input_too_large" and "1 megapixels" in caught.value.message
+    # Tesseract's own ceiling (32 767 px) holds whatever the setting says
+    wider = tmp_path / "wider.png"
+    Image.new("L", (40_000, 8), 255).save(wider)
+    with pytest.raises(ConversionError):
+        tool.precheck([InputFile(wider, "png", wider.name)], OcrParams(),
+                      ToolEnv(settings={"ocr_max_side_px": 10**6, "ocr_max_pixels": 10**9}))
+
+
+@pytest.mark.parametrize("tool_id", ["ocr-pdf", "ocr-text"])
+def test_page_limit_refuses_long_pdfs_at_creation_and_when_running(tmp_path: Path, tool_id: str) -> None:
+    source = scanned_pdf(tmp_path / "long.pdf", [("one",), ("two",), ("three",)])
+    env = ToolEnv(settings={"max_pdf_pages": 2})
+    tool = load_catalogue().get(tool_id)
+    assert tool is not None
+    inputs = [InputFile(source, "pdf", source.name)]
+    with pytest.raises(ConversionError) as caught:
+        tool.precheck(inputs, OcrParams(), env)
+    assert caught.value.code == "input_too_large" and "3 pages" in caught.value.message
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(ConversionError) as caught:  # a PDF too large to open at creation is checked in the job
+        tool.run(Context(inputs=inputs, params=OcrParams(), output_format=tool.produces[0], out_dir=out, env=env))
+    assert caught.value.code == "input_too_large"
+    assert not any(out.iterdir())
 
 
 def test_damaged_pdf_is_damaged_input(tmp_path: Path) -> None:
