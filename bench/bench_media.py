@@ -22,14 +22,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from converters.base import Context, InputFile  # noqa: E402
+from converters.base import Context, InputFile, ToolEnv  # noqa: E402
 from converters.catalogue import load_catalogue  # noqa: E402
 
 
@@ -41,6 +41,7 @@ class Case:
     output_format: str
     params: dict[str, Any]
     cli_args: list[str]  # everything between "-i SOURCE" and the output path
+    settings: dict[str, Any] = field(default_factory=dict)  # the tool's settings (ToolEnv.settings)
 
 
 def make_clip(path: Path, seconds: int) -> None:
@@ -75,6 +76,7 @@ def run_tool(case: Case, out_dir: Path) -> Path:
         params=tool.params.model_validate(case.params),
         output_format=case.output_format,
         out_dir=out_dir,
+        env=ToolEnv(settings=case.settings),
     )
     tool.run(ctx)
     return next(p for p in out_dir.iterdir() if p.is_file())
@@ -106,6 +108,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="10 s clip and 2-minute WAV instead of 60 s and 10 min")
     parser.add_argument("--repeat", type=int, default=1, help="runs per side; the fastest counts")
     parser.add_argument("--only", choices=("h264", "vp9", "mp3"), help="run one case")
+    parser.add_argument("--mp3-encoder", default="auto", choices=("auto", "system", "lameenc"),
+                        help="the tool's MP3 encoder (setting mp3_encoder): system libmp3lame or the lameenc wheel")
     args = parser.parse_args()
     if shutil.which("ffmpeg") is None:
         print("ffmpeg is not on PATH; install it (apt-get install ffmpeg) to get the baseline", file=sys.stderr)
@@ -139,7 +143,7 @@ def main() -> int:
                   "-deadline", "good", "-cpu-used", "4", "-row-mt", "1", "-pix_fmt", "yuv420p",
                   "-c:a", "libopus", "-b:a", "96k"]),
             Case(f"{wav_seconds // 60} min WAV -> MP3 192k", "audio-convert", wav, "mp3", {"bitrate": 192},
-                 ["-c:a", "libmp3lame", "-b:a", "192k"]),
+                 ["-c:a", "libmp3lame", "-b:a", "192k"], {"mp3_encoder": args.mp3_encoder}),
         ]
         if args.only:
             cases = [case for case in cases if args.only in case.name.lower().replace(".", "")]

@@ -19,6 +19,7 @@ been written into the bundle folder or the working directory. Any failure fails 
 from __future__ import annotations
 
 import argparse
+import ctypes.util
 import glob
 import io
 import json
@@ -384,6 +385,8 @@ class Run:
         duration = media_duration(out)
         check(abs(duration - 2.0) < 0.3, f"audio-convert: {fmt} lasts {duration:.2f} s, not 2 s")
         self.figures["job_audio_convert_s"] = round(took, 2)
+        if sys.platform == "linux" and ctypes.util.find_library("mp3lame"):  # the build machine's LAME is bundled
+            check((self.exe.parent / "_internal" / "libmp3lame.so.0").is_file(), "libmp3lame.so.0 is not bundled")
 
     def document_to_pdf(self) -> None:
         src = self.sb.inputs / "notes.md"

@@ -5,10 +5,10 @@ One pass decodes the input, cuts it to the trim window in a filter graph
 and encodes. When nothing asks for a change and the input already has the
 output's codec, packets are copied instead (lossless and fast).
 
-MP3 files are encoded by ``lameenc`` (LAME 3.100 with the settings FFmpeg uses:
-CBR, joint stereo, quality 3) and muxed by FFmpeg, which writes the ID3 tags
-and the LAME header; the LAME built into the ``av`` wheel needs three times the
-CPU for the same frames.
+MP3 files are encoded by LAME through :mod:`converters.lame` (the system's
+libmp3lame, else the ``lameenc`` wheel; the LAME built into the ``av`` wheel needs
+up to four times the CPU for the same frames) and muxed by FFmpeg, which writes
+the ID3 tags and the LAME header.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from converters.media import (
 from converters.media_pipeline import (
     Chain,
     Copier,
+    Encoder,
     Filters,
     PacketGate,
     StreamJob,
@@ -198,8 +199,13 @@ def convert_audio(
                 unshifted = Window(start=0.0, end=None, length=window.length, trimmed=False)
                 job = Copier(gate, stream, out.add_stream_from_template(stream), unshifted)
             else:
-                encoder = LameEncoder if settings.codec == "libmp3lame" else AudioEncoder
-                job = Transcoder(stream, encoder(gate, out, settings, window, gain), errors)
+                encoder: Encoder
+                if settings.codec == "libmp3lame":
+                    encoder = LameEncoder(gate, out, settings, window, gain,
+                                          choice=str(ctx.env.settings.get("mp3_encoder") or "auto"))
+                else:
+                    encoder = AudioEncoder(gate, out, settings, window, gain)
+                job = Transcoder(stream, encoder, errors)
             run_streams(ctx, container, {stream: job}, window, progress, errors)
     if copy:
         ctx.notes.append("audio copied without re-encoding (already in the requested codec)")
@@ -270,17 +276,20 @@ class AudioEncoder:
         return len(frames)
 
 
-LAME_DELAY = 576 + 529  # LAME's encoder delay plus the MP3 decoder's: the samples players skip at the start
+DECODER_DELAY = 529  # samples an MP3 decoder adds at the start, on top of the encoder's delay
+LAME_CHUNK_BYTES = 256 * 1024  # PCM handed to LAME per call: fewer, larger calls
 
 
 class LameEncoder(AudioEncoder):
-    """MP3 through ``lameenc``: the filter graph delivers interleaved 16-bit PCM at the output rate and layout.
+    """MP3 through LAME (:mod:`converters.lame`) from interleaved 16-bit PCM at the output rate and layout.
 
-    LAME's byte stream is split into one packet per MP3 frame by FFmpeg's parser and
-    muxed into the stream ``AudioEncoder`` created, so the container is written as
-    before. The first and last packets say how many samples are padding (FFmpeg's
-    ``skip_samples`` side data), which the muxer records in the LAME header: players
-    then give back exactly the input's samples, no more.
+    When the decoded frames already are that PCM and nothing is trimmed or turned up,
+    they go to LAME as they are; otherwise the filter graph converts them. LAME's byte
+    stream is split into one packet per MP3 frame by FFmpeg's parser and muxed into the
+    stream ``AudioEncoder`` created, so the container is written as before. The first
+    and last packets say how many samples are padding (FFmpeg's ``skip_samples`` side
+    data), which the muxer records in the LAME header: players then give back exactly
+    the input's samples, no more.
     """
 
     def __init__(
@@ -291,24 +300,36 @@ class LameEncoder(AudioEncoder):
         window: Window,
         gain_db: float | None = None,
         alone: bool = True,
+        choice: str = "auto",
     ) -> None:
         import av
-        import lameenc
+
+        from converters.lame import open_encoder
 
         super().__init__(gate, out, settings, window, gain_db, alone)
         self._channels = 1 if settings.layout == "mono" else 2
-        self._lame = lameenc.Encoder()
-        self._lame.set_in_sample_rate(settings.rate)
-        self._lame.set_out_sample_rate(settings.rate)
-        self._lame.set_channels(self._channels)
-        self._lame.set_bit_rate((settings.bit_rate or 192_000) // 1000)
-        self._lame.set_quality(3)  # LAME's own default, which FFmpeg keeps
+        self._lame = open_encoder(settings.rate, self._channels, (settings.bit_rate or 192_000) // 1000, choice)
+        self._skip = self._lame.delay + DECODER_DELAY
         self._parser = av.CodecContext.create("mp3", "r")
         self._time_base = Fraction(1, settings.rate)
+        self._frame_samples = 1152 if settings.rate >= 32000 else 576  # MPEG-1 or MPEG-2/2.5 layer III
+        self._direct: bool | None = None  # decided on the first frame
         self._start: int | None = None  # pts of the first sample, in 1/rate
-        self._samples = 0  # samples handed to LAME
+        self._pending = bytearray()  # PCM not yet given to LAME
+        self._samples = 0  # samples given to LAME
         self._produced = 0  # samples in the MP3 frames so far
         self._last: Packet | None = None
+
+    def push(self, frame: Any) -> int:
+        if self._direct is None:
+            s = self._settings
+            self._direct = (
+                self._alone and not self._window.trimmed and not self._gain_db
+                and frame.format.name == "s16" and frame.sample_rate == s.rate and frame.layout.name == s.layout
+            )
+        if self._direct:
+            return self._encode([frame])
+        return super().push(frame)
 
     def _output_filters(self) -> Filters:
         s = self._settings
@@ -317,10 +338,12 @@ class LameEncoder(AudioEncoder):
     def flush(self) -> int:
         count = self._encode(self._chain.push(None)) if self._chain is not None else 0
         if not self._samples:
-            return count  # nothing was encoded (LAME refuses to flush then); the pipeline reports empty media
-        self._packets(bytes(self._lame.flush()), final=True)
+            return count  # nothing to encode; the pipeline reports empty media
+        if self._pending:
+            self._feed(self._lame.encode(bytes(self._pending)))
+        self._feed(self._lame.flush(), final=True)
         if self._last is not None:
-            padding = max(0, self._produced - LAME_DELAY - self._samples)
+            padding = max(0, self._produced - self._skip - self._samples)
             self._last.set_sidedata(_skip_samples(0, padding))
             self._gate.mux([self._last])
         return count
@@ -328,26 +351,28 @@ class LameEncoder(AudioEncoder):
     def _encode(self, frames: list[Any]) -> int:
         for frame in frames:
             if self._start is None:
-                self._start = round(frame.pts * frame.time_base / self._time_base) if frame.pts is not None else 0
+                self._start = 0 if self._direct or frame.pts is None else round(
+                    frame.pts * frame.time_base / self._time_base)
             self._samples += frame.samples
-            pcm = memoryview(frame.planes[0])[: frame.samples * self._channels * 2].tobytes()
-            self._packets(bytes(self._lame.encode(pcm)))
+            self._pending += memoryview(frame.planes[0])[: frame.samples * self._channels * 2]
+            if len(self._pending) >= LAME_CHUNK_BYTES:
+                self._feed(self._lame.encode(bytes(self._pending)))
+                self._pending.clear()
         return len(frames)
 
-    def _packets(self, data: bytes, final: bool = False) -> None:
+    def _feed(self, data: bytes, final: bool = False) -> None:
         """Cut LAME's output into frames and mux them, always holding back the newest (it may be the last)."""
         packets = self._parser.parse(data) if data else []
         if final:
             packets += self._parser.parse(None)
         for packet in packets:
-            frame_samples = 1152 if self._settings.rate >= 32000 else 576  # MPEG-1 or MPEG-2/2.5 layer III
-            packet.pts = packet.dts = (self._start or 0) + self._produced - LAME_DELAY
-            packet.duration = frame_samples
+            packet.pts = packet.dts = (self._start or 0) + self._produced - self._skip
+            packet.duration = self._frame_samples
             packet.time_base = self._time_base
             packet.stream = self._stream
             if self._produced == 0:
-                packet.set_sidedata(_skip_samples(LAME_DELAY, 0))
-            self._produced += frame_samples
+                packet.set_sidedata(_skip_samples(self._skip, 0))
+            self._produced += self._frame_samples
             if self._last is not None:
                 self._gate.mux([self._last])
             self._last = packet

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from converters.base import Cancelled, Context, ConversionError, InputFile
+from converters.base import Cancelled, Context, ConversionError, InputFile, ToolEnv
 from converters.catalogue import load_catalogue
+from converters.lame import system_library
 from converters.media import demuxer_allowed
 from converters.sniff import sniff
 from tests.converters import media_samples as samples_mod
@@ -121,15 +122,21 @@ def decoded(path: Path) -> np.ndarray:
     return np.concatenate(frames, axis=1)
 
 
+@pytest.mark.parametrize("encoder", ["system", "lameenc"])
 @pytest.mark.parametrize(("params", "rate", "channels"), [
-    ({}, 44100, 2),
+    ({}, 44100, 2),  # s16 stereo at the output rate: straight to LAME
     ({"sampleRate": 22050, "channels": 1, "bitrate": 64}, 22050, 1),  # MPEG-2 layer III: 576-sample frames
     ({"start": 0.25, "end": 1.5}, 44100, 2),
+    ({"normalize": True}, 44100, 2),
 ])
 def test_mp3_is_gapless_and_sounds_like_the_input(samples: Path, tmp_path: Path, params: dict[str, object],
-                                                  rate: int, channels: int) -> None:
+                                                  rate: int, channels: int, encoder: str) -> None:
+    if encoder == "system" and system_library() is None:
+        pytest.skip("no libmp3lame on this system (Debian: apt-get install libmp3lame0)")
     source = samples / "tone.wav"
-    out = convert(source, tmp_path, "mp3", **params)
+    run = run_tool("audio-convert", [source], tmp_path, params=params, output_format="mp3",
+                   env=ToolEnv(models_dir=tmp_path / "models", settings={"mp3_encoder": encoder}))
+    out = run.outputs[0]
     got = decoded(out)
     start, end = float(params.get("start", 0.0)), float(params.get("end", 2.0))  # type: ignore[arg-type]
     # The LAME header records encoder delay and padding, so players return exactly the input's samples ...
@@ -137,6 +144,8 @@ def test_mp3_is_gapless_and_sounds_like_the_input(samples: Path, tmp_path: Path,
     # ... in place: the decoded music lines up with the source sample for sample. (LAME's low-pass leaves a
     # relative error of about 0.2 here, as with the ffmpeg CLI; shifted by the encoder delay it would be over 1.)
     reference = decoded(convert(source, tmp_path / "ref", "wav", **params))
+    if params.get("normalize"):  # compare the shape, not the level
+        got, reference = got / np.sqrt(np.mean(got**2)), reference / np.sqrt(np.mean(reference**2))
     error = np.sqrt(np.mean((got - reference) ** 2)) / np.sqrt(np.mean(reference**2))
     assert error < 0.35, f"relative RMS error {error:.3f}"
     with open(out, "rb") as f:
@@ -145,6 +154,16 @@ def test_mp3_is_gapless_and_sounds_like_the_input(samples: Path, tmp_path: Path,
     assert info > 0
     delay_padding = int.from_bytes(head[info + 141 : info + 144], "big")
     assert delay_padding >> 12 == 576  # LAME's encoder delay
+
+
+def test_mp3_encoder_falls_back_to_the_wheel_without_a_system_lame(monkeypatch: pytest.MonkeyPatch) -> None:
+    from converters import lame
+
+    monkeypatch.setattr(lame, "system_library", lambda: None)
+    assert lame.open_encoder(44100, 2, 192).name == "lameenc"
+    with pytest.raises(ConversionError) as caught:
+        lame.open_encoder(44100, 2, 192, "system")
+    assert caught.value.code == "engine_missing"
 
 
 def test_normalize_brings_quiet_audio_to_minus_16_lufs(samples: Path, tmp_path: Path) -> None:
