@@ -12,7 +12,7 @@ from pydantic import Field
 from converters.base import Context, ConversionError, InputFile, Tool, ToolEnv
 from converters.pages import ALL_PAGES, describe_group, page_groups, page_set, parse_pages
 from converters.tools.images import IMAGE_FORMATS, precheck_images
-from converters.tools.pdf import CamelParams, PageSpec, PdfTool, pages_field, save_pdf, stem_of
+from converters.tools.pdf import CamelParams, PageSpec, PdfTool, page_limit, pages_field, save_pdf, stem_of
 from converters.tools.pdf_render import image_for_pdf, place_image
 
 if TYPE_CHECKING:
@@ -59,6 +59,12 @@ class PdfMerge(PdfTool):
                 if source.format == "pdf":
                     doc = self.open_checked(ctx, source)
                     try:
+                        if merged.page_count + doc.page_count > page_limit(ctx.env):
+                            raise ConversionError(
+                                "input_too_large",
+                                f"The merged PDF would have more than {page_limit(ctx.env):,} pages "
+                                f"({number} of {len(ctx.inputs)} files joined so far).",
+                            )
                         own_toc = doc.get_toc(simple=True)
                         merged.insert_pdf(doc)
                     finally:

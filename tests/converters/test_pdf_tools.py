@@ -652,6 +652,16 @@ def test_more_pages_than_the_page_limit_fail_the_job_when_not_prechecked(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_merge_counts_the_pages_of_all_inputs_against_the_page_limit(samples: Path, tmp_path: Path) -> None:
+    five_pages = ToolEnv(settings={"max_pdf_pages": 5})
+    three = samples / "three.pdf"
+    with pytest.raises(ConversionError) as caught:  # each input passes alone; together they are six pages
+        run_tool("pdf-merge", [three, three], tmp_path / "a", env=five_pages)
+    assert caught.value.code == "input_too_large" and "more than 5 pages" in caught.value.message
+    assert not any((tmp_path / "a").iterdir())
+    assert run_tool("pdf-merge", [three, three], tmp_path / "b", env=ToolEnv(settings={"max_pdf_pages": 6})).outputs
+
+
 def test_delete_pages_counts_the_pages_it_keeps_against_the_page_limit(samples: Path, tmp_path: Path) -> None:
     one_page = ToolEnv(settings={"max_pdf_pages": 1})
     with pytest.raises(ConversionError) as caught:
