@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
+from converters import safexml
 from converters.base import ConversionError, InputFile
 
 TEXT_FORMATS = ("pdf", "docx", "odt", "txt", "md", "html", "epub")
@@ -48,6 +49,8 @@ def extract_text(source: InputFile, markdown: bool, cancelled: Callable[[], bool
         return _pymupdf_text(source.path, fmt, cancelled)
     if fmt in ("txt", "md"):
         return decode(source.path.read_bytes())
+    if fmt in ("docx", "odt"):
+        safexml.check_archive(source.path)  # pandoc's readers of both expand declared entities without a limit
     pandoc = pandoc_path()
     if pandoc is not None and fmt in PANDOC_READERS:
         command = pandoc_command(pandoc, source.path, PANDOC_READERS[fmt], markdown)
@@ -146,7 +149,7 @@ def _office_xml_text(path: Path, fmt: str) -> str:
     }[fmt]  # fmt: skip
     try:
         with zipfile.ZipFile(path) as archive:
-            root = ElementTree.fromstring(archive.read(member))
+            root = safexml.fromstring(archive.read(member))
     except (zipfile.BadZipFile, KeyError, ElementTree.ParseError, OSError) as exc:
         raise ConversionError("damaged_input", f"The document cannot be read: {exc}") from exc
     if fmt == "docx":

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from converters import safexml
 from converters.base import ConversionError, ToolEnv
 from converters.procs import run_command
 
@@ -35,6 +36,8 @@ WRITERS = {
     "epub": "epub3", "fb2": "fb2", "txt": "plain", "typst": "typst",
 }
 PAPER = {"a4": "a4", "a5": "a5", "letter": "us-letter", "legal": "us-legal"}
+# pandoc's readers of these packages expand entities declared in their XML parts, with no limit at all
+EXPANDING_READERS = frozenset({"docx", "odt", "pptx", "xlsx"})
 
 # The filter that keeps a document inside itself. Images survive only when the document carries them
 # (the reader put them in the media bag: docx/odt/epub media, data: URIs); for Typst only the formats it
@@ -209,6 +212,8 @@ def run_pandoc(
     reader = READERS.get(source_format)
     if reader is None:
         raise ConversionError("unsupported_format", f"pandoc cannot read {source_format}")
+    if source_format in EXPANDING_READERS:
+        safexml.check_archive(source)
     work.mkdir(parents=True, exist_ok=True)
     lua = work / "filekiln-filter.lua"
     lua.write_text(LUA_FILTER, encoding="utf-8")
@@ -266,6 +271,15 @@ def typst_compile(typ: Path, root: Path, out_pdf: Path, fonts: Sequence[Path]) -
         raise ConversionError("render_failed", f"Typesetting failed: {exc}") from exc
 
 
+def check_svg_images(media: Path) -> None:
+    """Refuse SVG images that declare entities: Typst's SVG reader expands them without a size limit."""
+    if media.is_dir():
+        for image in media.rglob("*"):
+            if image.suffix.lower() == ".svg" and image.is_file():
+                with open(image, "rb") as f:
+                    safexml.check(f)
+
+
 def pandoc_to_pdf(
     env: ToolEnv,
     source: Path,
@@ -287,6 +301,7 @@ def pandoc_to_pdf(
         variables={"papersize": PAPER.get(paper, paper)}, metadata=metadata, extract_media=True,
     )
     progress(0.5)
+    check_svg_images(work / "media")
     typst_compile(typ, work, out_pdf, font_dirs(env.settings))
     progress(1.0)
     return notes

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from xml.etree import ElementTree
 
+from converters import safexml
 from converters.base import ConversionError
 
 Row = list[str]
@@ -59,6 +60,7 @@ def trim(rows: list[Row]) -> list[Row]:
 def read_xlsx(path: Path, cancelled: Callable[[], bool]) -> list[Sheet]:
     import openpyxl
 
+    safexml.check_archive(path)  # openpyxl parses the parts with expat, entities and all
     try:
         book = openpyxl.load_workbook(path, read_only=True, data_only=True)
     except Exception as exc:  # openpyxl raises a zoo of exceptions for broken files
@@ -72,6 +74,10 @@ def read_xlsx(path: Path, cancelled: Callable[[], bool]) -> list[Sheet]:
                     break
                 rows.append([cell_text(v) for v in values])
             sheets.append((ws.title, trim(rows)))
+    except MemoryError:
+        raise
+    except Exception as exc:  # read-only mode parses each sheet's XML only now, with the same zoo of exceptions
+        raise ConversionError("damaged_input", f"The workbook could not be read: {exc}") from exc
     finally:
         book.close()
     return sheets
@@ -123,7 +129,7 @@ def _ods_rows(table: ElementTree.Element) -> Iterator[Row]:
 def read_ods(path: Path) -> list[Sheet]:
     try:
         with zipfile.ZipFile(path) as zf:
-            root = ElementTree.fromstring(zf.read("content.xml"))
+            root = safexml.fromstring(zf.read("content.xml"))
     except (zipfile.BadZipFile, KeyError, ElementTree.ParseError) as exc:
         raise ConversionError("damaged_input", f"The spreadsheet could not be read: {exc}") from exc
     tns = "{" + _NS["table"] + "}"

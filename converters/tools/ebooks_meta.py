@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
+from converters import safexml
+from converters.base import ConversionError
+
 IMAGE_EXT = {"image/jpeg": "jpg", "image/png": "png", "image/gif": "gif", "image/webp": "webp"}
 MIME_BY_EXT = {"jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "gif": "image/gif", "webp": "image/webp"}
 
@@ -24,7 +27,7 @@ class BookInfo:
 
 
 def _opf_path(zf: zipfile.ZipFile) -> str:
-    container = ElementTree.fromstring(zf.read("META-INF/container.xml"))
+    container = safexml.fromstring(zf.read("META-INF/container.xml"))
     for el in container.iter():
         if el.tag.endswith("rootfile") and el.get("full-path"):
             return str(el.get("full-path"))
@@ -37,7 +40,7 @@ def epub_info(path: Path) -> BookInfo:
     try:
         with zipfile.ZipFile(path) as zf:
             opf_name = _opf_path(zf)
-            opf = ElementTree.fromstring(zf.read(opf_name))
+            opf = safexml.fromstring(zf.read(opf_name))
             items: dict[str, tuple[str, str, str]] = {}
             cover_id = ""
             for el in opf.iter():
@@ -59,7 +62,7 @@ def epub_info(path: Path) -> BookInfo:
             if href and mime in IMAGE_EXT:
                 name = posixpath.normpath(posixpath.join(posixpath.dirname(opf_name), href))
                 info.cover, info.cover_mime = zf.read(name), mime
-    except (zipfile.BadZipFile, KeyError, ElementTree.ParseError, OSError):
+    except (zipfile.BadZipFile, KeyError, ElementTree.ParseError, ConversionError, OSError):
         pass
     return info
 
@@ -68,8 +71,8 @@ def fb2_info(path: Path) -> BookInfo:
     """Title, first author and cover of a FictionBook 2 file."""
     info = BookInfo()
     try:
-        root = ElementTree.parse(path).getroot()
-    except (ElementTree.ParseError, OSError):
+        root = safexml.parse(path)
+    except (ElementTree.ParseError, ConversionError, OSError):
         return info
 
     def local(el: ElementTree.Element) -> str:
