@@ -112,6 +112,15 @@ def start_server(data_dir: Path, log_path: Path, *extra: str, port: int | None =
     raise AssertionError(f"server did not start:\n{server.log()}")
 
 
+def module_server(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[Server]:
+    """Body of a module-scoped ``server`` fixture: one server for a module whose tests can share it."""
+    root = tmp_path_factory.mktemp(name)
+    (root / "data").mkdir()
+    srv = start_server(root / "data", root / "server.log")
+    yield srv
+    srv.stop()
+
+
 @pytest.fixture
 def server(data_dir: Path, tmp_path: Path) -> Iterator[Server]:
     srv = start_server(data_dir, tmp_path / "server.log")

@@ -41,6 +41,7 @@ class Outcome:
 
 
 MAX_JOBS_PER_CHILD = 50
+CLOSE_WAIT_SECONDS = 1.0  # after SIGKILL, how long a job's end waits for the process to be gone
 MAX_CHILD_RSS = 1024**3  # a child that grew past this is not given another job
 
 
@@ -99,6 +100,16 @@ class Child:
 
     def close(self) -> None:
         kill_tree(self.pid)
+        try:
+            self.proc.wait(timeout=CLOSE_WAIT_SECONDS)
+        except subprocess.TimeoutExpired:
+            # Killed, but the kernel has not finished tearing it down (a stalled disk, a starved CPU):
+            # the job's end is not held up for that; a thread reaps it when it is gone.
+            threading.Thread(target=self._release, daemon=True, name=f"reap-{self.pid}").start()
+            return
+        self._release()
+
+    def _release(self) -> None:
         self.proc.wait()
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:

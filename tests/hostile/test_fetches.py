@@ -24,7 +24,7 @@ import pymupdf
 import pytest
 from PIL import Image, UnidentifiedImageError
 
-from tests.conftest import Server, assert_problem, start_server, upload, wait_job
+from tests.conftest import Server, assert_problem, module_server, upload, wait_job
 from tests.converters import doc_samples as docs
 from tests.converters import media_samples as media
 
@@ -83,11 +83,7 @@ class Canaries:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    root = tmp_path_factory.mktemp("fetches")
-    (root / "data").mkdir()
-    srv = start_server(root / "data", root / "server.log")
-    yield srv
-    srv.stop()
+    yield from module_server(tmp_path_factory, "fetches")
 
 
 @pytest.fixture(scope="module")

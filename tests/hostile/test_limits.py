@@ -19,7 +19,7 @@ from PIL import Image
 
 from converters.tools.ocr import installed_languages
 from converters.tools.transcribe import packaged_tiny_en
-from tests.conftest import Server, assert_problem, start_server, upload, wait_job, write_settings
+from tests.conftest import Server, assert_problem, module_server, start_server, upload, wait_job, write_settings
 from tests.converters.media_samples import write_audio
 from tests.converters.ocr_samples import image_file
 from tests.hostile.test_bombs import png_header_bomb
@@ -31,11 +31,7 @@ TEN_HOURS = 10 * 3600
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    root = tmp_path_factory.mktemp("limits")
-    (root / "data").mkdir()
-    srv = start_server(root / "data", root / "server.log")
-    yield srv
-    srv.stop()
+    yield from module_server(tmp_path_factory, "limits")
 
 
 @pytest.fixture(scope="module")
