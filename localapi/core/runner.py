@@ -194,14 +194,6 @@ class ChildPool:
 
 def kill_tree(pid: int) -> None:
     """Kill a process and everything it started, now."""
-    if hasattr(signal, "SIGSTOP"):
-        try:
-            # Freeze the group first, from outside /proc: a conversion churning through memory stops
-            # there and then, starts nothing new while its descendants are listed, and cannot hold up
-            # the reads of /proc that listing needs.
-            os.killpg(pid, signal.SIGSTOP)
-        except (ProcessLookupError, PermissionError):
-            pass
     try:
         parent = psutil.Process(pid)
         victims = [parent, *parent.children(recursive=True)]
