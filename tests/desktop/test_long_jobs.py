@@ -50,7 +50,7 @@ def test_the_event_loop_keeps_ticking_during_a_long_job(qtbot: QtBot, window: Ma
     qtbot.wait(2500)
     timer.stop()
     window_ticks = ticks[measured_from:]
-    gaps = [b - a for a, b in zip(ticks, ticks[1:], strict=False)]
+    gaps = [b - a for a, b in zip(window_ticks, window_ticks[1:], strict=False)]  # while the job runs
     assert len(window_ticks) >= 2500 / 20 * 0.5, len(window_ticks)  # at least half the ticks arrived
     assert max(gaps) < 0.5, f"the GUI thread stalled for {max(gaps):.2f} s"
     assert desktop.jobs.rows[0].id == job_id and desktop.jobs.rows[0].progress > progress_before  # live progress
