@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from converters.base import ConversionError, Engine
 
@@ -248,6 +248,13 @@ def reason(exc: BaseException) -> str:
     """An FFmpeg or OS error in words, without the file name it carries (a path inside the data dir)."""
     strerror = getattr(exc, "strerror", None)
     return str(strerror) if strerror else str(exc)
+
+
+def end_after_start(params: Any) -> Any:
+    """Params validator of the tools that trim (``start``/``end``): an empty or reversed span is refused."""
+    if params.end is not None and params.start is not None and params.end <= params.start:
+        raise ValueError("end must be after start")
+    return params
 
 
 def require_content(frames: int, errors: list[str]) -> None:

@@ -31,6 +31,7 @@ from converters.media import (
     Window,
     atomic_output,
     audio_stream,
+    end_after_start,
     engine_errors,
     muxer_options,
     open_input,
@@ -103,11 +104,7 @@ class AudioParams(Params):
         default=False, description="Normalize loudness to -16 LUFS (two passes; true peaks kept below -1 dBTP)."
     )
 
-    @model_validator(mode="after")
-    def _end_after_start(self) -> AudioParams:
-        if self.end is not None and self.start is not None and self.end <= self.start:
-            raise ValueError("end must be after start")
-        return self
+    _end_after_start = model_validator(mode="after")(end_after_start)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from converters.media import (
     Window,
     atomic_output,
     audio_stream,
+    end_after_start,
     engine_errors,
     frame_rate,
     muxer_options,
@@ -151,11 +152,7 @@ class VideoParams(Params):
     )
     remove_audio: bool = Field(default=False, alias="removeAudio", description="Drop the audio.")
 
-    @model_validator(mode="after")
-    def _end_after_start(self) -> VideoParams:
-        if self.end is not None and self.start is not None and self.end <= self.start:
-            raise ValueError("end must be after start")
-        return self
+    _end_after_start = model_validator(mode="after")(end_after_start)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from converters.media import (
     VIDEO_FORMATS,
     Window,
     atomic_output,
+    end_after_start,
     engine_errors,
     media_duration,
     open_input,
@@ -115,11 +116,7 @@ class GifParams(Params):
     start: float | None = Field(default=None, ge=0, description="Trim: start time in seconds.")
     end: float | None = Field(default=None, gt=0, description="Trim: end time in seconds.")
 
-    @model_validator(mode="after")
-    def _end_after_start(self) -> GifParams:
-        if self.end is not None and self.start is not None and self.end <= self.start:
-            raise ValueError("end must be after start")
-        return self
+    _end_after_start = model_validator(mode="after")(end_after_start)
 
 
 def gif_delays(count: int, fps: float) -> list[int]:

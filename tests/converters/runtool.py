@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,3 +54,27 @@ def run_tool(
     tool.run(ctx)
     outputs = sorted(p for p in out_dir.iterdir() if p.is_file())
     return ToolRun(outputs=outputs, notes=ctx.notes, progress=seen)
+
+
+def cancel_midway(tool_id: str, inputs: list[Path], out_dir: Path, after: float, **kw: Any) -> tuple[float,
+                                                                                              BaseException | None]:
+    """Run a tool in a thread, cancel it after ``after`` seconds; returns (seconds it took to stop, what it raised)."""
+    flag = threading.Event()
+    outcome: list[BaseException | None] = []
+
+    def work() -> None:
+        try:
+            run_tool(tool_id, inputs, out_dir, cancelled=flag.is_set, **kw)
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+            outcome.append(exc)
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    time.sleep(after)
+    assert worker.is_alive(), "the conversion finished before it could be cancelled"
+    flag.set()
+    began = time.monotonic()
+    worker.join(timeout=10)
+    assert len(outcome) == 1, "the conversion did not stop within 10 s of the cancel"
+    return time.monotonic() - began, outcome[0]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
 
 import av
@@ -18,7 +16,7 @@ from converters.media import demuxer_allowed
 from converters.sniff import sniff
 from tests.converters import media_samples as samples_mod
 from tests.converters.media_samples import probe
-from tests.converters.runtool import run_tool
+from tests.converters.runtool import cancel_midway, run_tool
 
 INPUTS = ["mp3", "wav", "flac", "ogg", "opus", "m4a", "aac", "aiff", "wma", "webm"]
 OUTPUTS = ["mp3", "m4a", "opus", "ogg", "flac", "wav"]
@@ -206,26 +204,9 @@ def test_progress_rises_to_one(samples: Path, tmp_path: Path) -> None:
 
 
 def test_cancel_stops_the_encode_quickly_and_leaves_no_file(samples: Path, tmp_path: Path) -> None:
-    flag = threading.Event()
-    outcome: list[BaseException | None] = []
-
-    def work() -> None:
-        try:
-            run_tool("audio-convert", [samples / "long.wav"], tmp_path, params={"normalize": True},
-                     output_format="mp3", cancelled=flag.is_set)
-            outcome.append(None)
-        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
-            outcome.append(exc)
-
-    worker = threading.Thread(target=work)
-    worker.start()
-    time.sleep(0.4)
-    assert worker.is_alive(), "the conversion finished before it could be cancelled"
-    flag.set()
-    began = time.monotonic()
-    worker.join(timeout=10)
-    assert time.monotonic() - began < 2.0
-    assert len(outcome) == 1 and isinstance(outcome[0], Cancelled)
+    took, raised = cancel_midway("audio-convert", [samples / "long.wav"], tmp_path, after=0.4,
+                                 params={"normalize": True}, output_format="mp3")
+    assert took < 2.0 and isinstance(raised, Cancelled)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from fractions import Fraction
 from pathlib import Path
@@ -17,7 +16,7 @@ from converters.catalogue import load_catalogue
 from converters.sniff import sniff
 from tests.converters import media_samples as samples_mod
 from tests.converters.media_samples import probe
-from tests.converters.runtool import ToolRun, run_tool
+from tests.converters.runtool import ToolRun, cancel_midway, run_tool
 
 INPUTS = ["mp4", "mov", "mkv", "webm", "avi", "mpeg", "flv", "wmv", "3gp", "m4v"]
 OUTPUTS = ["mp4", "webm", "mkv", "mov"]
@@ -232,26 +231,9 @@ def test_progress_is_reported_at_least_every_second(samples: Path, tmp_path: Pat
 
 
 def test_cancel_stops_the_encode_within_two_seconds_and_leaves_no_file(samples: Path, tmp_path: Path) -> None:
-    flag = threading.Event()
-    outcome: list[BaseException | None] = []
-
-    def work() -> None:
-        try:
-            run_tool("video-convert", [samples / "long.mp4"], tmp_path, params={"videoCodec": "h265"},
-                     output_format="mkv", cancelled=flag.is_set)
-            outcome.append(None)
-        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
-            outcome.append(exc)
-
-    worker = threading.Thread(target=work)
-    worker.start()
-    time.sleep(0.5)
-    assert worker.is_alive(), "the conversion finished before it could be cancelled"
-    flag.set()
-    began = time.monotonic()
-    worker.join(timeout=10)
-    assert time.monotonic() - began < 2.0
-    assert len(outcome) == 1 and isinstance(outcome[0], Cancelled)
+    took, raised = cancel_midway("video-convert", [samples / "long.mp4"], tmp_path, after=0.5,
+                                 params={"videoCodec": "h265"}, output_format="mkv")
+    assert took < 2.0 and isinstance(raised, Cancelled)
     assert list(tmp_path.iterdir()) == []
 
 
