@@ -313,6 +313,7 @@ class _OcrTool(Tool):
         tessdata = resolve_tessdata(params.languages, ctx.env)
         os.environ["TESSDATA_PREFIX"] = str(tessdata)  # for MuPDF paths that read only the variable
         language = "+".join(params.languages)
+        limits = OcrLimits.of(ctx.env)
         kept = lowered = 0
         count = doc.page_count
         for index in range(count):
@@ -324,7 +325,7 @@ class _OcrTool(Tool):
                 yield page, None, native
             else:
                 wanted = native if native is not None else params.dpi
-                dpi = render_dpi(page, wanted, OcrLimits.of(ctx.env))
+                dpi = render_dpi(page, wanted, limits)
                 lowered += dpi < wanted - 0.5
                 yield page, ocr_page(page, dpi, language, tessdata), native
             progress((index + 1) / count)

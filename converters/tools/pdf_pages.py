@@ -51,6 +51,7 @@ class PdfMerge(PdfTool):
 
         params: MergeParams = ctx.params
         merged = pymupdf.open()
+        limit = page_limit(ctx.env)
         toc: list[list[Any]] = []
         try:
             for number, source in enumerate(ctx.inputs, start=1):
@@ -59,10 +60,10 @@ class PdfMerge(PdfTool):
                 if source.format == "pdf":
                     doc = self.open_checked(ctx, source)
                     try:
-                        if merged.page_count + doc.page_count > page_limit(ctx.env):
+                        if merged.page_count + doc.page_count > limit:
                             raise ConversionError(
                                 "input_too_large",
-                                f"The merged PDF would have more than {page_limit(ctx.env):,} pages "
+                                f"The merged PDF would have more than {limit:,} pages "
                                 f"({number} of {len(ctx.inputs)} files joined so far).",
                             )
                         own_toc = doc.get_toc(simple=True)
