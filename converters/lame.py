@@ -104,14 +104,12 @@ class WheelLame:
         self._lame.set_channels(channels)
         self._lame.set_bit_rate(kbps)
         self._lame.set_quality(LAME_QUALITY)
-        self._started = False
 
     def encode(self, pcm: bytes) -> bytes:
-        self._started = True
         return bytes(self._lame.encode(pcm))
 
     def flush(self) -> bytes:
-        return bytes(self._lame.flush()) if self._started else b""  # lameenc refuses to flush before any input
+        return bytes(self._lame.flush())  # lameenc refuses to flush before any input: callers flush only after
 
 
 def open_encoder(rate: int, channels: int, kbps: int, choice: str = "auto") -> Mp3Encoder:
