@@ -542,8 +542,33 @@ def office_convert(
 ) -> int:
     """Convert ``source`` to ``target`` with LibreOffice; return the page count when known.
 
-    Raises ``ConversionError("engine_missing")`` when LibreOffice is not installed.
+    LibreOffice saves into a folder of its own beside ``target`` (it keeps lock and temp
+    files next to the document it writes), and the result is moved into place: a killed
+    or failed conversion leaves nothing behind. Raises ``ConversionError("engine_missing")``
+    when LibreOffice is not installed.
     """
+    staging = target.parent / f".office-{uuid.uuid4().hex}"
+    staging.mkdir()
+    try:
+        staged = staging / target.name
+        pages = _office_convert(env, source, source_format, staged, target_format, progress, cancelled, font_dirs)
+        if staged.exists():
+            os.replace(staged, target)
+        return pages
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _office_convert(
+    env: ToolEnv,
+    source: Path,
+    source_format: str,
+    target: Path,
+    target_format: str,
+    progress: Callable[[float], None],
+    cancelled: Callable[[], bool],
+    font_dirs: Sequence[Path] = (),
+) -> int:
     soffice = find_soffice(env.settings)
     if soffice is None:
         raise ConversionError("engine_missing", f"This format needs LibreOffice, which was not found. {INSTALL_HINT}")
