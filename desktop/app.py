@@ -25,7 +25,7 @@ def run(settings: Settings, on_ready: Callable[[], None] | None = None) -> int:
     from desktop.main_window import MainWindow
     from desktop.theme import apply_theme
     from desktop.views.shell import Shell, Tray
-    from localapi.cli import setup_logging
+    from localapi.logs import setup_logging
 
     existing = QApplication.instance()
     app = existing if isinstance(existing, QApplication) else QApplication(sys.argv)

@@ -76,7 +76,7 @@ class Desktop:
 
     @staticmethod
     def read_tools(service: Service) -> list[ToolInfo]:
-        return tool_infos(service.catalogue, service.jobs.tool_status)
+        return tool_infos(service.catalogue, service.switches.tool_status)
 
     def refresh_tools(self) -> None:
         """Tool availability can change (a tool disabled, an engine installed): read it again, off the GUI thread."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import logging.handlers
 import shutil
 import signal
 import sys
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from localapi import __version__
+from localapi.logs import setup_logging
 from localapi.config import DEFAULT_PORT, Settings, is_loopback_host, load_settings
 
 GuiEntry = Callable[[Settings], int]
@@ -75,21 +75,6 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
     convert.add_argument("--out", type=Path, default=Path("."))
     return parser
-
-
-def setup_logging(settings: Settings, to_console: bool = True) -> None:
-    logs = settings.data_dir / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    root = logging.getLogger()
-    root.setLevel(settings.log_level.upper())
-    file_handler = logging.handlers.RotatingFileHandler(logs / "filekiln.log", maxBytes=5_000_000, backupCount=3)
-    file_handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root.addHandler(file_handler)
-    if to_console:
-        console = logging.StreamHandler()
-        console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        root.addHandler(console)
-    logging.getLogger("huey").setLevel(logging.WARNING)
 
 
 def main(argv: Sequence[str] | None = None, gui: GuiEntry | None = None) -> int:

@@ -56,10 +56,10 @@ class ApiController(QObject):
 
     @property
     def maintenance(self) -> bool:
-        return bool(self.service.jobs.maintenance)
+        return bool(self.service.switches.maintenance)
 
     def set_maintenance(self, on: bool) -> None:
-        self.service.jobs.set_maintenance(on)
+        self.service.switches.set_maintenance(on)
         self.changed.emit()
 
     def set_address(self, host: str | None = None, port: int | None = None) -> None:

@@ -36,6 +36,7 @@ from localapi.core.errors import (
 )
 from localapi.core.files import FileStore, StoredFile
 from localapi.core.keys import ApiKey, today
+from localapi.core.switches import Switches
 from localapi.core.runner import ChildPool, Outcome, run_supervised
 
 QUEUED, PROCESSING, DONE, FAILED, CANCELED = "QUEUED", "PROCESSING", "DONE", "FAILED", "CANCELED"
@@ -142,36 +143,14 @@ class JobService:
         self.catalogue = catalogue
         self.settings = settings
         self.enqueue = enqueue
+        self.switches = Switches(db, self.tool_env)
         self.children: ChildPool | None = None  # warm children, while workers run
         self._slots: queue.SimpleQueue[Path] = queue.SimpleQueue()  # per-worker dirs for engines kept warm
         self.settings.jobs_dir.mkdir(parents=True, exist_ok=True)
 
-    # ---- runtime switches, shared by every process through the database ----
-
-    @property
-    def maintenance(self) -> bool:
-        return self.db.get_setting("maintenance", "0") == "1"
-
-    def set_maintenance(self, on: bool) -> None:
-        self.db.set_setting("maintenance", "1" if on else "0")
-
-    def disabled_tools(self) -> set[str]:
-        return set(json.loads(self.db.get_setting("disabled_tools", "[]") or "[]"))
-
-    def set_tool_disabled(self, tool_id: str, disabled: bool) -> None:
-        tools = self.disabled_tools()
-        tools = tools | {tool_id} if disabled else tools - {tool_id}
-        self.db.set_setting("disabled_tools", json.dumps(sorted(tools)))
-
     @property
     def tool_env(self) -> ToolEnv:
         return ToolEnv(models_dir=self.settings.models_dir, settings=self.settings.tool_settings)
-
-    def tool_status(self, tool: Tool) -> tuple[bool, str | None]:
-        if tool.id in self.disabled_tools():
-            return False, "This tool is disabled in the settings."
-        reason = tool.unavailable_reason(self.tool_env)
-        return reason is None, reason
 
     # ---- creation ----
 
@@ -179,14 +158,14 @@ class JobService:
                  params: dict[str, Any] | None, output_format: str | None) -> tuple[Tool, Any, str, list[StoredFile]]:
         """Everything that can be said about a job before it is queued; raises ServiceError."""
 
-        if self.maintenance:
+        if self.switches.maintenance:
             raise Unavailable("FileKiln is in maintenance mode; try again later.", code="maintenance",
                               headers={"Retry-After": "60"})
         tool = self.catalogue.get(tool_id)
         if tool is None:
             raise InvalidParams(f"Unknown tool {tool_id!r}.", code="unknown_tool",
                                 errors={"tool": [f"unknown tool {tool_id!r}; see GET /tools"]})
-        if tool.id in self.disabled_tools():
+        if tool.id in self.switches.disabled_tools():
             raise Unavailable(f"The tool {tool.id} is disabled.", code="tool_disabled", headers={"Retry-After": "60"})
         reason = tool.unavailable_reason(self.tool_env)
         if reason is not None:

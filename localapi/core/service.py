@@ -25,6 +25,7 @@ from localapi.core.ratelimit import RateLimiter
 from localapi.core.retention import purge_expired
 from localapi.core.runner import ChildPool
 from localapi.core.signing import LinkSigner
+from localapi.core.switches import Switches
 
 log = logging.getLogger("filekiln")
 
@@ -68,6 +69,10 @@ class Service:
         service.queue = JobQueue(data / "queue.db", execute=service._execute)
         jobs.enqueue = service.queue.enqueue
         return service
+
+    @property
+    def switches(self) -> Switches:
+        return self.jobs.switches
 
     def _execute(self, job_id: str) -> None:
         stopping = self.pool.stopping.is_set if self.pool else (lambda: False)
@@ -124,7 +129,7 @@ class Service:
             for engine in tool.engines:
                 engines.setdefault(engine.name, {"available": engine.available(), "version": engine.version()})
         return {"engines": engines, "brokenModules": dict(self.catalogue.broken),
-                "maintenance": self.jobs.maintenance,
+                "maintenance": self.jobs.switches.maintenance,
                 "workers": self.pool is not None, "queued": self.queue.pending()}
 
     # ---- helpers for the desktop app, which never imports engines ----

@@ -94,7 +94,7 @@ def test_maintenance_mode_gives_503_for_new_jobs(qtbot: QtBot, window: MainWindo
     window.tabs.setCurrentWidget(panel)
     assert desktop.api.base_url in panel.status_label.text()
     panel.maintenance_box.click()
-    assert desktop.service.jobs.maintenance and "Maintenance" in panel.status_label.text()
+    assert desktop.service.switches.maintenance and "Maintenance" in panel.status_label.text()
     assert_problem(api.post("/jobs", json=body), 503, "maintenance")
     panel.maintenance_box.click()
     created = api.post("/jobs", json=body)

@@ -31,7 +31,7 @@ def param_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def tools(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ToolInfo]:
     service = Service.open(load_settings(tmp_path_factory.mktemp("data")))
     try:
-        return {t.id: t for t in tool_infos(service.catalogue, service.jobs.tool_status)}
+        return {t.id: t for t in tool_infos(service.catalogue, service.switches.tool_status)}
     finally:
         service.close()
 

@@ -15,7 +15,7 @@ router = APIRouter(prefix="/tools", tags=["tools"])
 
 
 def tool_out(service: Service, tool: Tool) -> ToolOut:
-    available, reason = service.jobs.tool_status(tool)
+    available, reason = service.jobs.switches.tool_status(tool)
     return ToolOut(
         id=tool.id, category=tool.category, title=tool.title, description=tool.description,
         accepts=list(tool.accepts), produces=list(tool.produces), maxInputSizeBytes=tool.max_input_size_bytes,
