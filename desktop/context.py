@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 from PySide6.QtGui import QIcon
 
-from desktop.models.api import ApiController
-from desktop.models.backend import JobsBackend
-from desktop.models.delivery import DeliveryStore
-from desktop.models.engines import EngineRow, engine_rows
+from desktop.controllers.api import ApiController
+from desktop.controllers.batches import BatchTracker
+from desktop.controllers.jobs import JobsController
+from desktop.engines import EngineRow, engine_rows
 from desktop.models.files import FileEntry, FileListModel
-from desktop.models.jobs import BatchTracker, JobsModel
+from desktop.models.jobs import JobsModel
 from desktop.models.keys import KeysModel
 from desktop.models.tools import ToolInfo, ToolTreeModel, tool_infos
-from desktop.stores import Prefs, PresetStore, SettingsFile
+from desktop.store import DeliveryStore, Prefs, PresetStore, SettingsFile
 from desktop.threads import Background
 from localapi.core.service import Service
 
@@ -44,7 +44,7 @@ class Desktop:
     tools: ToolTreeModel
     files: FileListModel
     jobs: JobsModel
-    backend: JobsBackend
+    jobs_controller: JobsController
     keys: KeysModel
     api: ApiController
     tracker: BatchTracker
@@ -62,17 +62,17 @@ class Desktop:
         deliveries = DeliveryStore.open(folder / "deliveries.json")
         background = Background(2)
         jobs = JobsModel()
-        backend = JobsBackend(service, deliveries, {t.id: t.title for t in infos}, poll_ms=poll_ms)
-        backend.snapshot.connect(jobs.apply)
+        jobs_controller = JobsController(service, deliveries, {t.id: t.title for t in infos}, poll_ms=poll_ms)
+        jobs_controller.snapshot.connect(jobs.apply)
         tracker = BatchTracker()
-        backend.submitted.connect(tracker.add)
+        jobs_controller.submitted.connect(tracker.add)
         return cls(
             service=service, folder=folder, prefs=Prefs.load(folder / "desktop.json"),
             presets=PresetStore(folder / "presets.json"),
             settings_file=SettingsFile(service.settings.data_dir / "settings.toml"), deliveries=deliveries,
             tools=ToolTreeModel(infos), files=FileListModel(service.sniff, Background(1), icon_for),
-            jobs=jobs, backend=backend, keys=KeysModel(service.keys), api=ApiController(service, server),
-            tracker=tracker, background=background)
+            jobs=jobs, jobs_controller=jobs_controller, keys=KeysModel(service.keys),
+            api=ApiController(service, server), tracker=tracker, background=background)
 
     @staticmethod
     def read_tools(service: Service) -> list[ToolInfo]:
@@ -121,11 +121,11 @@ class Desktop:
 
         def started(_: object) -> None:
             self.workers_started = True
-            self.backend.poll_now()
+            self.jobs_controller.poll_now()
 
         self.background.run(self._start_workers, started,
                             lambda exc: log.error("the workers could not start: %s", exc))
-        self.backend.start()
+        self.jobs_controller.start()
         if self.prefs.start_api if start_api is None else start_api:
             self.api.start()
 
@@ -160,7 +160,7 @@ class Desktop:
             return
         self._closed = True
         self.background.wait(30_000)
-        self.backend.stop()
+        self.jobs_controller.stop()
         self.api.shutdown()
         self.service.close()
         self._workers_thread_done.set()

@@ -9,7 +9,8 @@ from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QMessageBox, QSplitter, QTabWidget, QWidget
 
 from desktop.context import Desktop
-from desktop.models.jobs import BatchSummary, JobRow
+from desktop.controllers.batches import BatchSummary
+from desktop.models.jobs import JobRow
 from desktop.views.api_panel import ApiPanel
 from desktop.views.convert_panel import ConvertPanel
 from desktop.views.engines_panel import EnginesPanel
@@ -33,10 +34,11 @@ class MainWindow(QMainWindow):
         self.resize(1180, 760)
 
         self.convert = ConvertPanel(
-            desktop.files, desktop.tools, desktop.backend, desktop.presets, desktop.prefs, desktop.save_prefs,
-            choose_files=shell.choose_files, choose_input_folder=shell.choose_folder,
+            desktop.files, desktop.tools, desktop.jobs_controller, desktop.presets, desktop.prefs,
+            desktop.save_prefs, choose_files=shell.choose_files, choose_input_folder=shell.choose_folder,
             choose_output_folder=shell.choose_folder, ask_text=shell.ask_text, check_params=desktop.check_params)
-        self.jobs_view = JobsView(desktop.jobs, desktop.backend, open_path=shell.open_path, reveal=shell.reveal)
+        self.jobs_view = JobsView(desktop.jobs, desktop.jobs_controller, open_path=shell.open_path,
+                                  reveal=shell.reveal)
         convert_page = QSplitter(Qt.Orientation.Vertical)
         convert_page.addWidget(self.convert)
         convert_page.addWidget(self.jobs_view)
@@ -45,11 +47,12 @@ class MainWindow(QMainWindow):
         convert_page.setChildrenCollapsible(False)
         self.keys_panel = KeysPanel(desktop.keys, shell.copy, confirm=shell.confirm)
         self.api_panel = ApiPanel(desktop.api, shell.copy, shell.open_url, persist=desktop.update_settings)
-        self.engines_panel = EnginesPanel(desktop.gather_engines, desktop.background,
-                                          models=ModelsBox(desktop.service.models, desktop.service.download_model))
+        self.models_box = ModelsBox(desktop.service.models, desktop.service.download_model)
+        self.engines_panel = EnginesPanel(desktop.gather_engines, desktop.background, models=self.models_box)
         self.settings_panel = SettingsPanel(
             desktop.api, desktop.prefs, desktop.save_prefs, desktop.settings_file, shell.apply_theme,
-            choose_folder=shell.choose_folder or self.convert.options._choose_folder, open_path=shell.open_path)
+            choose_folder=shell.choose_folder or self.convert.options._choose_folder, open_path=shell.open_path,
+            tools=desktop.tools)
 
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
@@ -74,10 +77,11 @@ class MainWindow(QMainWindow):
             self._shortcut(f"Ctrl+{number + 1}", lambda n=number: self.tabs.setCurrentIndex(n))
 
         desktop.api.changed.connect(self._api_changed)
-        desktop.backend.snapshot.connect(self._jobs_changed)
-        desktop.backend.failed.connect(self._backend_failed)
+        desktop.jobs_controller.snapshot.connect(self._jobs_changed)
+        desktop.jobs_controller.failed.connect(self._action_failed)
         self.convert.batch_started.connect(self._batch_started)
         self.settings_panel.saved.connect(self._settings_saved)
+        self.settings_panel.tool_switches.changed.connect(lambda *_: desktop.refresh_tools())
         self._api_changed()
 
     def _shortcut(self, keys: str | QKeySequence.StandardKey, slot: object) -> QShortcut:
@@ -99,7 +103,7 @@ class MainWindow(QMainWindow):
         if self.last_batch is not None:
             ids = [r.id for r in self.desktop.jobs.rows if r.active and self._in_batch(r, self.last_batch)]
             if ids:
-                self.desktop.backend.cancel(ids)
+                self.desktop.jobs_controller.cancel(ids)
 
     def _in_batch(self, row: JobRow, batch: str) -> bool:
         delivery = self.desktop.deliveries.get(row.id)
@@ -141,7 +145,7 @@ class MainWindow(QMainWindow):
         else:
             QApplication.alert(self)
 
-    def _backend_failed(self, text: str, details: str) -> None:
+    def _action_failed(self, text: str, details: str) -> None:
         self.convert.show_message(text)
         box = QMessageBox(QMessageBox.Icon.Warning, "FileKiln", text, QMessageBox.StandardButton.Close, self)
         box.setDetailedText(details)
@@ -188,7 +192,7 @@ class MainWindow(QMainWindow):
             self.hide()
         elif choice in (QUIT, CANCEL_AND_QUIT):
             if choice == CANCEL_AND_QUIT:
-                self.desktop.backend.cancel([r.id for r in self.desktop.jobs.rows if r.active])
+                self.desktop.jobs_controller.cancel([r.id for r in self.desktop.jobs.rows if r.active])
             self.quit()
 
     def _ask_on_close(self, running: int, can_hide: bool) -> str:
@@ -216,6 +220,7 @@ class MainWindow(QMainWindow):
     def quit(self) -> None:
         """Leave the app; ``app.run`` then stops the poller, the API and the workers in order."""
         self.quitting = True
+        self.models_box.cancel_download()  # its pool waits for a running download when the window goes
         self.hide()
         if self.tray is not None:
             self.tray.hide()

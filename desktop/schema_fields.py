@@ -11,10 +11,31 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from desktop.helpers import humanize_name
-
 PAGES_HINT = 'e.g. "1-3,5,8-"'
 _MISSING = object()
+_ACRONYMS = {"dpi": "DPI", "crf": "CRF", "fps": "FPS", "kb": "(KB)", "url": "URL", "pdf": "PDF", "llm": "LLM"}
+
+
+def humanize_name(name: str) -> str:
+    """``sampleRate`` -> ``Sample rate``; ``imageDpi`` -> ``Image DPI``; ``targetSizeKb`` -> ``Target size (KB)``."""
+    words: list[str] = []
+    current = ""
+    for ch in name.replace("_", " ").replace("-", " "):
+        if ch == " ":
+            if current:
+                words.append(current)
+            current = ""
+        elif ch.isupper() and current and not current[-1].isupper():
+            words.append(current)
+            current = ch
+        else:
+            current += ch
+    if current:
+        words.append(current)
+    out = [_ACRONYMS.get(w.lower(), w.lower()) for w in words]
+    if out:
+        out[0] = out[0][:1].upper() + out[0][1:]
+    return " ".join(out)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
-"""Run a function off the GUI thread and hear back through signals, on the GUI thread.
+"""The desktop's one way to run work off the GUI thread and hear back, on the GUI thread, through signals.
 
-A tiny version of superqt's ``thread_worker``: ``Background(pool).run(fn, on_done, on_error)``.
-The callbacks are delivered by queued signal connections, so they touch widgets safely.
+A tiny version of superqt's ``thread_worker``: ``Background(pool).run(fn, on_done, on_error)``, and
+``run_reporting(fn, on_progress, ...)`` for work that tells how far it got. Each call gets a
+:class:`TaskSignals` object that lives on the GUI thread; the pool thread emits on it, and Qt queues
+the calls over, so the callbacks may touch widgets.
 """
 
 from __future__ import annotations
@@ -15,33 +17,38 @@ from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
 log = logging.getLogger("filekiln.desktop")
 
+Progress = Callable[[float], None]
 
-class _Relay(QObject):
-    done = Signal(object)
-    failed = Signal(object)
+
+class TaskSignals(QObject):
+    """What one background task tells the GUI thread. Exactly one of ``done`` and ``failed`` is emitted, last."""
+
+    progress = Signal(float)  # fraction done, 0.0 to 1.0 (only from run_reporting), any number of times
+    done = Signal(object)  # the function's return value
+    failed = Signal(object)  # the BaseException it raised (the traceback went to the log at debug level)
 
 
 class _Task(QRunnable):
-    def __init__(self, fn: Callable[[], Any], relay: _Relay) -> None:
+    def __init__(self, fn: Callable[[], Any], signals: TaskSignals) -> None:
         super().__init__()
         self.fn = fn
-        self.relay = relay
+        self.signals = signals
 
     def run(self) -> None:
         try:
             result = self.fn()
         except BaseException as exc:  # reported to the GUI, never lost in a thread
             log.debug("background task failed:\n%s", traceback.format_exc())
-            self._emit(self.relay.failed, exc)
+            _emit(self.signals.failed, exc)
         else:
-            self._emit(self.relay.done, result)
+            _emit(self.signals.done, result)
 
-    @staticmethod
-    def _emit(signal: Any, value: object) -> None:
-        try:
-            signal.emit(value)
-        except RuntimeError:  # the receiver went away (the app is closing): nobody to tell
-            pass
+
+def _emit(signal: Any, value: object) -> None:
+    try:
+        signal.emit(value)
+    except RuntimeError:  # the receiver went away (the app is closing): nobody to tell
+        pass
 
 
 class Background(QObject):
@@ -51,26 +58,41 @@ class Background(QObject):
         super().__init__(parent)
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(threads)
-        self._relays: set[_Relay] = set()
+        self._running: set[TaskSignals] = set()
 
     def run(self, fn: Callable[[], Any], on_done: Callable[[Any], None] | None = None,
             on_error: Callable[[BaseException], None] | None = None) -> None:
-        relay = _Relay()  # lives on the GUI thread: its signals are queued to it
-        self._relays.add(relay)
+        """Call ``fn()`` in the pool; then ``on_done(result)`` or ``on_error(exc)`` on the GUI thread."""
+        signals = self._signals(on_done, on_error)
+        self.pool.start(_Task(fn, signals))
+
+    def run_reporting(self, fn: Callable[[Progress], Any], on_progress: Progress,
+                      on_done: Callable[[Any], None] | None = None,
+                      on_error: Callable[[BaseException], None] | None = None) -> None:
+        """Like :meth:`run`, for ``fn(progress)``: each ``progress(fraction)`` it calls reaches ``on_progress``
+        on the GUI thread."""
+        signals = self._signals(on_done, on_error)
+        signals.progress.connect(on_progress)
+        self.pool.start(_Task(lambda: fn(lambda fraction: _emit(signals.progress, fraction)), signals))
+
+    def _signals(self, on_done: Callable[[Any], None] | None,
+                 on_error: Callable[[BaseException], None] | None) -> TaskSignals:
+        signals = TaskSignals()  # made here, on the GUI thread: its signals are queued to it
+        self._running.add(signals)
 
         def finish(_: object) -> None:
-            self._relays.discard(relay)
-            relay.deleteLater()
+            self._running.discard(signals)
+            signals.deleteLater()
 
         if on_done is not None:
-            relay.done.connect(on_done)
+            signals.done.connect(on_done)
         if on_error is not None:
-            relay.failed.connect(on_error)
+            signals.failed.connect(on_error)
         else:
-            relay.failed.connect(lambda exc: log.error("background task failed: %s", exc))
-        relay.done.connect(finish)
-        relay.failed.connect(finish)
-        self.pool.start(_Task(fn, relay))
+            signals.failed.connect(lambda exc: log.error("background task failed: %s", exc))
+        signals.done.connect(finish)
+        signals.failed.connect(finish)
+        return signals
 
     def wait(self, msecs: int = 30_000) -> bool:
         """Wait for running tasks (used when quitting)."""

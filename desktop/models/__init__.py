@@ -1,1 +1,1 @@
-"""View models: Qt item models and controllers over the service layer. No widgets here."""
+"""Qt item models over the service's data: rows, columns and roles, tested without windows. No widgets here."""

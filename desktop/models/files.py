@@ -1,7 +1,13 @@
-"""The list of files to convert: name, size and the type judged from content (as the API does)."""
+"""The list of files to convert: name, size and the type judged from content (as the API does).
+
+Also what a dropped folder brings in: :func:`parse_filter` reads the filter box, :func:`expand_paths`
+walks folders with it. Both sides of the filter live here, as they must agree (lower-case globs).
+"""
 
 from __future__ import annotations
 
+import fnmatch
+import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,12 +16,70 @@ from typing import Any
 from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtGui import QIcon
 
-from desktop.helpers import expand_paths, human_size
 from desktop.models.table import RowTableModel
 from desktop.threads import Background
 
 PathRole = Qt.ItemDataRole.UserRole + 1
 FormatRole = Qt.ItemDataRole.UserRole + 2
+
+
+def parse_filter(text: str) -> list[str]:
+    """``"*.pdf; *.png, jpg"`` -> ``["*.pdf", "*.png", "*.jpg"]``; empty means everything."""
+    patterns = []
+    for part in text.replace(",", ";").replace(" ", ";").split(";"):
+        part = part.strip()
+        if not part:
+            continue
+        if not any(c in part for c in "*?["):
+            part = f"*.{part.lstrip('.')}"
+        patterns.append(part.lower())
+    return patterns
+
+
+def expand_paths(paths: Iterable[Path], patterns: Sequence[str] = (), limit: int = 10_000) -> list[Path]:
+    """Files named directly, plus files found under folders (recursively) that match ``patterns``.
+
+    Files named directly are always kept: the filter is for what a folder brings in.
+    Hidden files and folders inside a dropped folder are skipped. Order is stable and
+    duplicates are dropped; at most ``limit`` files are returned.
+    """
+    seen: set[Path] = set()
+    found: list[Path] = []
+
+    def keep(p: Path) -> bool:
+        if p in seen or len(found) >= limit:
+            return False
+        seen.add(p)
+        found.append(p)
+        return True
+
+    for path in paths:
+        path = path.absolute()
+        if path.is_file():
+            keep(path)
+        elif path.is_dir():
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for name in sorted(files):
+                    if name.startswith("."):
+                        continue
+                    if patterns and not any(fnmatch.fnmatch(name.lower(), p) for p in patterns):
+                        continue
+                    keep(Path(root) / name)
+                if len(found) >= limit:
+                    return found
+    return found
+
+
+def human_size(size: int | None) -> str:
+    if size is None:
+        return ""
+    value = float(size)
+    for unit in ("bytes", "KB", "MB", "GB", "TB"):
+        if value < 1000 or unit == "TB":
+            return f"{int(value)} {unit}" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{size} bytes"  # pragma: no cover
 
 
 @dataclass(frozen=True)

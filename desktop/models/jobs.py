@@ -9,15 +9,37 @@ from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
 
-from desktop.helpers import elapsed_of, format_elapsed, friendly_error
 from desktop.models.table import RowTableModel
+from localapi.core.codes import friendly_text
+from localapi.core.states import JobStatus
 
 JobIdRole = Qt.ItemDataRole.UserRole + 1
 ProgressRole = Qt.ItemDataRole.UserRole + 2
 StatusRole = Qt.ItemDataRole.UserRole + 3
 
-ACTIVE = ("QUEUED", "PROCESSING")
-FINISHED = ("DONE", "FAILED", "CANCELED")
+def format_elapsed(seconds: float | None) -> str:
+    if seconds is None or seconds < 0:
+        return ""
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}:{seconds:02d}"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{seconds:02d}"
+
+
+def elapsed_of(started_at: float | None, finished_at: float | None, now: float) -> float | None:
+    if started_at is None:
+        return None
+    return (finished_at or now) - started_at
+
+
+def friendly_error(code: str | None, message: str | None) -> str:
+    """A sentence a person understands (from the error-code catalogue); the raw message stays available
+    as the details, and stands in for a code the catalogue does not know."""
+    return friendly_text(code) or message or "The conversion failed."
 
 
 @dataclass(frozen=True)
@@ -29,7 +51,7 @@ class JobRow:
     tool_title: str
     files_label: str
     source: str  # "This app" or "API: <key name>"
-    status: str
+    status: JobStatus
     progress: int
     created_at: float
     started_at: float | None = None
@@ -48,15 +70,20 @@ class JobRow:
 
     @property
     def active(self) -> bool:
-        return self.status in ACTIVE
+        return self.status.active
+
+    @property
+    def can_retry(self) -> bool:
+        """Failed or canceled, and made in this app (its files and choices are known)."""
+        return self.from_app and self.status in (JobStatus.FAILED, JobStatus.CANCELED)
 
     @property
     def status_label(self) -> str:
-        if self.status == "QUEUED":
+        if self.status == JobStatus.QUEUED:
             return "Waiting"
-        if self.status == "PROCESSING":
+        if self.status == JobStatus.PROCESSING:
             return f"Converting {self.progress}%"
-        if self.status == "DONE":
+        if self.status == JobStatus.DONE:
             if self.saving:
                 return "Saving result…"
             if self.delivery_error:
@@ -64,13 +91,13 @@ class JobRow:
             if self.skipped and not self.outputs:
                 return "Done (skipped: file exists)"
             return "Done"
-        if self.status == "CANCELED":
+        if self.status == JobStatus.CANCELED:
             return "Canceled"
         return "Failed: " + self.friendly_error
 
     @property
     def friendly_error(self) -> str:
-        if self.status == "DONE" and self.delivery_error:
+        if self.status == JobStatus.DONE and self.delivery_error:
             return f"The result could not be saved: {self.delivery_error}"
         return friendly_error(self.error_code, self.error_message)
 
@@ -93,7 +120,6 @@ class JobRow:
 class JobsModel(RowTableModel[JobRow]):
     COLUMNS = ("Tool", "File", "Progress", "Status", "Elapsed", "From")
     PROGRESS_COLUMN = 2
-    ELAPSED_COLUMN = 4
     jobs_updated = Signal()
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
@@ -106,7 +132,7 @@ class JobsModel(RowTableModel[JobRow]):
             return (row.tool_title, row.files_label, f"{row.progress}%", row.status_label, elapsed,
                     row.source)[column]
         if role == Qt.ItemDataRole.ToolTipRole:
-            if row.status == "FAILED" or row.delivery_error:
+            if row.status == JobStatus.FAILED or row.delivery_error:
                 return f"{row.friendly_error}\n\nDouble-click for details."
             if row.outputs:
                 return "\n".join(row.outputs)
@@ -167,53 +193,3 @@ class JobsModel(RowTableModel[JobRow]):
                 self._rows.insert(i, row)
                 self.endInsertRows()
         self.jobs_updated.emit()
-
-
-@dataclass(frozen=True)
-class BatchSummary:
-    batch: str
-    done: int
-    failed: int
-    canceled: int
-
-    @property
-    def message(self) -> str:
-        total = self.done + self.failed + self.canceled
-        if self.failed == 0 and self.canceled == 0:
-            return f"{total} file{'s' * (total != 1)} converted." if total != 1 else "Your file is converted."
-        parts = [f"{self.done} done"]
-        if self.failed:
-            parts.append(f"{self.failed} failed")
-        if self.canceled:
-            parts.append(f"{self.canceled} canceled")
-        return ", ".join(parts) + "."
-
-
-class BatchTracker:
-    """Knows which jobs were started together and says once when all of a batch are finished."""
-
-    def __init__(self) -> None:
-        self._batches: dict[str, list[str]] = {}
-        self._seen: set[str] = set()
-
-    def add(self, batch: str, job_ids: Sequence[str]) -> None:
-        if job_ids:
-            self._batches.setdefault(batch, []).extend(job_ids)
-
-    @property
-    def open_batches(self) -> list[str]:
-        return list(self._batches)
-
-    def update(self, statuses: dict[str, str]) -> list[BatchSummary]:
-        """``statuses``: job id -> status. A job missing from it counts as canceled (removed) once it was
-        seen, and as waiting before that (a snapshot taken just before the job was made)."""
-        finished = []
-        for batch, job_ids in list(self._batches.items()):
-            self._seen.update(j for j in job_ids if j in statuses)
-            states = [statuses.get(j, "CANCELED" if j in self._seen else "QUEUED") for j in job_ids]
-            if all(s in FINISHED for s in states):
-                finished.append(BatchSummary(batch, states.count("DONE"), states.count("FAILED"),
-                                             states.count("CANCELED")))
-                del self._batches[batch]
-                self._seen.difference_update(job_ids)
-        return finished

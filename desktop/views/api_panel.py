@@ -20,11 +20,28 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.helpers import curl_example
-from desktop.models.api import ApiController, find_free_port
+from desktop.controllers.api import ApiController, find_free_port
 
 Copy = Callable[[str], None]
 OpenUrl = Callable[[str], None]
+
+
+def curl_example(base_url: str, key_placeholder: str = "YOUR_API_KEY") -> str:
+    """A ready-to-paste session: upload, create a job, poll it, fetch the result."""
+    return (
+        f'KEY={key_placeholder}\n'
+        f'BASE={base_url}\n'
+        '# 1. upload a file\n'
+        'FILE=$(curl -s -H "X-API-Key: $KEY" -F "file=@photo.png" $BASE/files | jq -r .id)\n'
+        '# 2. create a job\n'
+        'JOB=$(curl -s -H "X-API-Key: $KEY" -H "Content-Type: application/json" \\\n'
+        '  -d "{\\"tool\\": \\"image-convert\\", \\"inputFileIds\\": [\\"$FILE\\"],'
+        ' \\"outputFormat\\": \\"webp\\"}" \\\n'
+        '  $BASE/jobs | jq -r .id)\n'
+        '# 3. poll until DONE, then download\n'
+        'curl -s $BASE/jobs/$JOB | jq .status\n'
+        'curl -s $BASE/jobs/$JOB/result | jq -r .downloadUrl | xargs curl -sOJ\n'
+    )
 
 
 class ApiPanel(QWidget):

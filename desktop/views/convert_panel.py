@@ -18,11 +18,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.helpers import human_size, parse_filter
-from desktop.models.backend import JobsBackend
-from desktop.models.files import FileEntry, FileListModel
+from desktop.controllers.jobs import JobsController
+from desktop.models.files import FileEntry, FileListModel, human_size, parse_filter
 from desktop.models.tools import ToolTreeModel
-from desktop.stores import Prefs, PresetStore
+from desktop.store import Prefs, PresetStore
 from desktop.views.drop_zone import DropZone, FileListView
 from desktop.views.options_pane import AskText, ChooseFolder, OptionsPane
 from desktop.views.tool_picker import ToolPicker
@@ -33,7 +32,7 @@ ChooseFiles = Callable[[], list[Path]]
 class ConvertPanel(QWidget):
     batch_started = Signal(str, int)  # batch id, number of jobs
 
-    def __init__(self, files: FileListModel, tools: ToolTreeModel, backend: JobsBackend, presets: PresetStore,
+    def __init__(self, files: FileListModel, tools: ToolTreeModel, controller: JobsController, presets: PresetStore,
                  prefs: Prefs, save_prefs: Callable[[], None], choose_files: ChooseFiles | None = None,
                  choose_input_folder: ChooseFolder | None = None, choose_output_folder: ChooseFolder | None = None,
                  ask_text: AskText | None = None,
@@ -42,7 +41,7 @@ class ConvertPanel(QWidget):
         super().__init__(parent)
         self.files = files
         self.tools = tools
-        self.backend = backend
+        self.controller = controller
         self.prefs = prefs
         self._save_prefs = save_prefs
         self._choose_files = choose_files or self._files_dialog
@@ -235,7 +234,7 @@ class ConvertPanel(QWidget):
         paths = [e.path for e in entries]
         groups = [paths] if tool.merges_inputs else [[p] for p in paths]
         self.options.remember()
-        batch = self.backend.submit(groups, tool.id, self.options.params(), self.options.output_format(),
+        batch = self.controller.submit(groups, tool.id, self.options.params(), self.options.output_format(),
                                     self.options.output_folder(), self.options.clash_policy())
         count = len(groups)
         self.show_message(f"{tool.title}: {count} job{'s' * (count != 1)} queued.")

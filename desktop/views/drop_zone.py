@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent, QKeyEvent
@@ -18,7 +20,28 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.helpers import paths_from_mime_data
+
+class UrlLike(Protocol):
+    def isLocalFile(self) -> bool: ...  # noqa: N802 - Qt's name
+
+    def toLocalFile(self) -> str: ...  # noqa: N802 - Qt's name
+
+
+class MimeLike(Protocol):
+    def hasUrls(self) -> bool: ...  # noqa: N802 - Qt's name
+
+    def urls(self) -> Sequence[UrlLike]: ...
+
+
+def paths_from_mime_data(mime: MimeLike) -> list[Path]:
+    """Local files and folders named by a drop (``QMimeData`` with URLs); remote URLs are ignored."""
+    if not mime.hasUrls():
+        return []
+    paths: list[Path] = []
+    for url in mime.urls():
+        if url.isLocalFile() and url.toLocalFile():
+            paths.append(Path(url.toLocalFile()))
+    return paths
 
 
 class DropZone(QFrame):

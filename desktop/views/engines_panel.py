@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.models.engines import EngineRow
+from desktop.engines import EngineRow
 from desktop.threads import Background
 
 MODEL_FOLDERS = ("Model files you already have go in the data folder's models/ folder: tessdata/ for OCR "

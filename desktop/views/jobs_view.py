@@ -25,8 +25,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.models.backend import JobsBackend
+from desktop.controllers.jobs import JobsController
 from desktop.models.jobs import JobRow, JobsModel, ProgressRole, StatusRole
+from localapi.core.states import JobStatus
 
 
 def reveal_command(path: Path, platform: str = sys.platform) -> list[str] | None:
@@ -67,7 +68,7 @@ class ProgressDelegate(QStyledItemDelegate):
         bar.text = f"{int(progress)}%"
         bar.textVisible = True
         bar.state = option.state | QStyle.StateFlag.State_Horizontal
-        if index.data(StatusRole) in ("FAILED", "CANCELED"):
+        if index.data(StatusRole) in (JobStatus.FAILED, JobStatus.CANCELED):
             bar.state &= ~QStyle.StateFlag.State_Enabled
         style = option.widget.style() if option.widget is not None else None
         if style is not None:
@@ -75,12 +76,12 @@ class ProgressDelegate(QStyledItemDelegate):
 
 
 class JobsView(QWidget):
-    def __init__(self, model: JobsModel, backend: JobsBackend,
+    def __init__(self, model: JobsModel, controller: JobsController,
                  open_path: Callable[[Path], None] = open_with_system,
                  reveal: Callable[[Path], None] = reveal_in_folder, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.model = model
-        self.backend = backend
+        self.controller = controller
         self._open_path = open_path
         self._reveal = reveal
         self.table = QTableView()
@@ -146,7 +147,7 @@ class JobsView(QWidget):
         jobs = self.selected()
         one = jobs[0] if len(jobs) == 1 else None
         self.cancel_button.setEnabled(any(j.active for j in jobs))
-        self.retry_button.setEnabled(any(j.status in ("FAILED", "CANCELED") and j.from_app for j in jobs))
+        self.retry_button.setEnabled(any(j.can_retry for j in jobs))
         self.open_button.setEnabled(one is not None and bool(one.outputs))
         self.reveal_button.setEnabled(one is not None and bool(one.outputs))
         self.details_button.setEnabled(one is not None)
@@ -159,18 +160,18 @@ class JobsView(QWidget):
     def cancel_selected(self) -> bool:
         ids = [j.id for j in self.selected() if j.active]
         if ids:
-            self.backend.cancel(ids)
+            self.controller.cancel(ids)
         return bool(ids)
 
     def retry_selected(self) -> None:
         for job in self.selected():
-            if job.status in ("FAILED", "CANCELED") and job.from_app:
-                self.backend.retry(job)
+            if job.can_retry:
+                self.controller.retry(job)
 
     def remove_selected(self) -> None:
         ids = [j.id for j in self.selected() if not j.active]
         if ids:
-            self.backend.remove(ids)
+            self.controller.remove(ids)
 
     def open_selected(self) -> None:
         jobs = self.selected()
@@ -189,7 +190,7 @@ class JobsView(QWidget):
         job = jobs[0]
         box = QMessageBox(self)
         box.setWindowTitle(f"{job.tool_title}: {job.files_label}")
-        failed = job.status == "FAILED" or job.delivery_error
+        failed = job.status == JobStatus.FAILED or job.delivery_error
         box.setIcon(QMessageBox.Icon.Warning if failed else QMessageBox.Icon.Information)
         box.setText(job.friendly_error if failed else job.status_label)
         box.setDetailedText(job.error_details)

@@ -6,7 +6,6 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QGroupBox,
@@ -21,14 +20,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-Download = Callable[[str, Callable[[float], None], Callable[[], bool]], None]
+from desktop.threads import Background, Progress
 
-
-class _Relay(QObject):
-    """Lives on the GUI thread; the download thread emits, Qt queues the calls over."""
-
-    progress = Signal(float)
-    finished = Signal(str)  # "" when done, else the error text ("canceled" on cancel)
+# (model name, progress(fraction), cancelled()) -> None; raises when the download fails or is cancelled
+Download = Callable[[str, Progress, Callable[[], bool]], None]
 
 
 def _size(size: int | None) -> str:
@@ -43,11 +38,9 @@ class ModelsBox(QGroupBox):
         super().__init__("Models", parent)
         self._list = list_models
         self._download = download
-        self._cancel = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._relay = _Relay(self)
-        self._relay.progress.connect(self._on_progress)
-        self._relay.finished.connect(self._on_finished)
+        self._cancel = threading.Event()  # read by the download's thread between chunks
+        self._downloading = False
+        self._background = Background(1, self)
         self.table = QTableWidget(0, len(self.COLUMNS))
         self.table.setHorizontalHeaderLabels(list(self.COLUMNS))
         self.table.setAccessibleName("Models")
@@ -65,7 +58,7 @@ class ModelsBox(QGroupBox):
                              "resumes where it stopped. Or copy files into the data folder's models/.")
         self.status.setWordWrap(True)
         self.download_button.clicked.connect(self.start_download)
-        self.cancel_button.clicked.connect(self._cancel.set)
+        self.cancel_button.clicked.connect(self.cancel_download)
         buttons = QHBoxLayout()
         buttons.addWidget(self.download_button)
         buttons.addWidget(self.cancel_button)
@@ -92,31 +85,31 @@ class ModelsBox(QGroupBox):
 
     def start_download(self) -> None:
         name = self.selected()
-        if name is None or self._thread is not None:
+        if name is None or self._downloading:
             return
+        self._downloading = True
         self._cancel.clear()
         self.download_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
         self.progress.setValue(0)
         self.status.setText(f"Downloading {name}…")
-        relay = self._relay
+        self._background.run_reporting(lambda progress: self._download(name, progress, self._cancel.is_set),
+                                       self._on_progress, lambda _: self._on_finished(""), self._on_failed)
 
-        def work() -> None:
-            try:
-                self._download(name, relay.progress.emit, self._cancel.is_set)
-            except Exception as exc:  # Cancelled, checksum_mismatch, network errors: all reported in words
-                relay.finished.emit("canceled" if type(exc).__name__ == "Cancelled" else str(exc) or repr(exc))
-                return
-            relay.finished.emit("")
-
-        self._thread = threading.Thread(target=work, daemon=True, name=f"download-{name}")
-        self._thread.start()
+    def cancel_download(self) -> None:
+        """Stop a running download at its next chunk (the partial file is kept, to resume from)."""
+        self._cancel.set()
 
     def _on_progress(self, fraction: float) -> None:
         self.progress.setValue(int(fraction * 100))
 
+    def _on_failed(self, exc: BaseException) -> None:
+        # Cancelled, checksum_mismatch, network errors: all reported in words
+        self._on_finished("canceled" if type(exc).__name__ == "Cancelled" else str(exc) or repr(exc))
+
     def _on_finished(self, error: str) -> None:
-        self._thread = None
+        """``error``: "" when the model is in place, "canceled", or what went wrong."""
+        self._downloading = False
         self.download_button.setEnabled(True)
         self.cancel_button.setEnabled(False)
         if not error:

@@ -24,9 +24,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.helpers import CLASH_POLICIES
 from desktop.models.tools import ToolInfo, format_label
-from desktop.stores import Prefs, PresetStore
+from desktop.store import CLASH_POLICIES, Prefs, PresetStore
 from desktop.views.params_form import ParamsForm
 
 CLASH_LABELS = {"rename": "Keep both (rename the new file)", "overwrite": "Overwrite", "skip": "Skip"}
@@ -174,9 +173,6 @@ class OptionsPane(QWidget):
     def params(self) -> dict[str, Any]:
         return self.form.params()
 
-    def is_valid(self) -> bool:
-        return self.tool is not None and self.form.is_valid()
-
     def remember(self) -> None:
         """Keep the current choices as this tool's last ones."""
         if self.tool is not None:
@@ -203,12 +199,6 @@ class OptionsPane(QWidget):
         chosen = chosen or {}
         self.form.set_values(chosen.get("params") or {})
         self._set_format(chosen.get("outputFormat"))
-
-    def choose_preset(self, name: str) -> None:
-        index = self.preset_combo.findData(name)
-        if index >= 0:
-            self.preset_combo.setCurrentIndex(index)
-            self._apply_preset(index)
 
     def save_preset(self) -> None:
         if self.tool is None:
@@ -241,9 +231,6 @@ class OptionsPane(QWidget):
 
     def clash_policy(self) -> str:
         return str(self.clash_combo.currentData())
-
-    def set_clash_policy(self, policy: str) -> None:
-        self.clash_combo.setCurrentIndex(max(self.clash_combo.findData(policy), 0))
 
     def _choose(self) -> None:
         folder = self._choose_folder(self.folder_edit.text() or str(Path.home()))

@@ -24,8 +24,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.models.api import ApiController
-from desktop.stores import RESTART_KEYS, Prefs, SettingsFile
+from desktop.controllers.api import ApiController
+from desktop.models.tools import ToolTreeModel
+from desktop.store import RESTART_KEYS, Prefs, SettingsFile
+from desktop.views.tool_switches import ToolSwitches
 from localapi.config import is_loopback_host
 
 # the keys converters/llm.py reads (llm_provider, llm_model_path, llm_base_url, llm_model, llm_api_key)
@@ -41,7 +43,7 @@ class SettingsPanel(QWidget):
 
     def __init__(self, api: ApiController, prefs: Prefs, save_prefs: Callable[[], None], settings_file: SettingsFile,
                  apply_theme: Callable[[str], None], choose_folder: Callable[[str], str | None],
-                 open_path: Callable[[Path], None], parent: QWidget | None = None) -> None:
+                 open_path: Callable[[Path], None], tools: ToolTreeModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.api = api
         self.prefs = prefs
@@ -50,7 +52,7 @@ class SettingsPanel(QWidget):
         self._apply_theme = apply_theme
         self._choose_folder = choose_folder
         settings = api.service.settings
-        tools = dict(settings.tools)
+        tool_settings = dict(settings.tools)
 
         self.data_dir_edit = QLineEdit(str(settings.data_dir))
         self.data_dir_edit.setReadOnly(True)
@@ -99,14 +101,14 @@ class SettingsPanel(QWidget):
         self.llm_combo = QComboBox()
         for value, label in LLM_PROVIDERS:
             self.llm_combo.addItem(label, value)
-        self.llm_combo.setCurrentIndex(max(self.llm_combo.findData(tools.get("llm_provider", "none")), 0))
-        self.llm_model_path = QLineEdit(str(tools.get("llm_model_path", "")))
+        self.llm_combo.setCurrentIndex(max(self.llm_combo.findData(tool_settings.get("llm_provider", "none")), 0))
+        self.llm_model_path = QLineEdit(str(tool_settings.get("llm_model_path", "")))
         self.llm_model_path.setPlaceholderText("file.gguf in models/llm, or a full path")
-        self.llm_endpoint = QLineEdit(str(tools.get("llm_base_url", "")))
+        self.llm_endpoint = QLineEdit(str(tool_settings.get("llm_base_url", "")))
         self.llm_endpoint.setPlaceholderText("http://127.0.0.1:11434/v1")
-        self.llm_model = QLineEdit(str(tools.get("llm_model", "")))
+        self.llm_model = QLineEdit(str(tool_settings.get("llm_model", "")))
         self.llm_model.setPlaceholderText("the model name the server knows, e.g. llama3.2")
-        self.llm_api_key = QLineEdit(str(tools.get("llm_api_key", "")))
+        self.llm_api_key = QLineEdit(str(tool_settings.get("llm_api_key", "")))
         self.llm_api_key.setEchoMode(QLineEdit.EchoMode.Password)
         self.llm_api_key.setPlaceholderText("only if the server asks for one")
         ai_box = QGroupBox("AI tools")
@@ -132,11 +134,16 @@ class SettingsPanel(QWidget):
         bottom = QHBoxLayout()
         bottom.addWidget(self.save_button)
         bottom.addWidget(self.message, 1)
-        layout = QVBoxLayout(self)
+        # switches apply at once (no Save): they live in the database, as maintenance mode does
+        self.tool_switches = ToolSwitches(tools, api.service.switches)
+        left = QVBoxLayout()
         for box in (general, app_box, ai_box, api_box):
-            layout.addWidget(box)
-        layout.addLayout(bottom)
-        layout.addStretch(1)
+            left.addWidget(box)
+        left.addLayout(bottom)
+        left.addStretch(1)
+        layout = QHBoxLayout(self)
+        layout.addLayout(left, 3)
+        layout.addWidget(self.tool_switches, 2)
 
         self.host_edit.textChanged.connect(self._host_changed)
         self.llm_combo.currentIndexChanged.connect(self._llm_changed)

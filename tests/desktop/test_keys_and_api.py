@@ -13,6 +13,7 @@ from pytestqt.qtbot import QtBot
 
 from desktop.context import Desktop
 from desktop.main_window import MainWindow
+from desktop.views.api_panel import curl_example
 from tests.conftest import assert_problem, png_bytes
 from tests.desktop.conftest import Recorder, wait_for
 
@@ -135,3 +136,8 @@ def test_a_port_in_use_is_explained_and_another_can_be_chosen(qtbot: QtBot, wind
         wait_for(qtbot, lambda: desktop.api.state == "running", timeout=30)
         assert httpx.get(f"{desktop.api.base_url}/health", timeout=10).status_code == 200
     assert desktop.settings_file.read()["port"] == desktop.api.port  # remembered for the next start
+
+
+def test_curl_example_uses_the_base_url_and_a_placeholder() -> None:
+    text = curl_example("http://127.0.0.1:9999/v1")
+    assert "BASE=http://127.0.0.1:9999/v1" in text and "YOUR_API_KEY" in text

@@ -54,7 +54,7 @@ def test_the_event_loop_keeps_ticking_during_a_long_job(qtbot: QtBot, window: Ma
     assert len(window_ticks) >= 2500 / 20 * 0.5, len(window_ticks)  # at least half the ticks arrived
     assert max(gaps) < 0.5, f"the GUI thread stalled for {max(gaps):.2f} s"
     assert desktop.jobs.rows[0].id == job_id and desktop.jobs.rows[0].progress > progress_before  # live progress
-    desktop.backend.cancel([job_id])  # no need to wait for the rest (it may also have finished meanwhile)
+    desktop.jobs_controller.cancel([job_id])  # no need to wait for the rest (it may also have finished meanwhile)
     wait_for(qtbot, lambda: not desktop.jobs.rows[0].active)
 
 

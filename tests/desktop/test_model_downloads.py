@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from pytestqt.qtbot import QtBot
 
-import converters.models as registry
-from converters.models import ModelEntry, ModelFile
+import converters.engines.modelfiles as registry
+from converters.engines.modelfiles import ModelEntry, ModelFile
 from desktop.views.models_box import ModelsBox
 from localapi.config import load_settings
 from localapi.core.service import Service

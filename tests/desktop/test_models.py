@@ -7,13 +7,15 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QModelIndex, Qt
 
-from desktop.models.engines import engine_rows
+from desktop.controllers.batches import BatchTracker
+from desktop.engines import engine_rows
 from desktop.models.files import FileListModel, FormatRole, scan_files
-from desktop.models.jobs import BatchTracker, JobRow, JobsModel, ProgressRole
+from desktop.models.jobs import JobRow, JobsModel, ProgressRole, format_elapsed
 from desktop.models.keys import KeysModel
 from desktop.models.tools import ToolIdRole, ToolInfo, ToolTreeModel, tools_for_formats
 from localapi.core.db import Database
 from localapi.core.keys import KeyService
+from localapi.core.states import JobStatus
 from tests.conftest import png_bytes
 
 
@@ -68,7 +70,7 @@ def test_file_list_model_shows_name_size_and_sniffed_type(qapp: object, tmp_path
     assert [e.path.name for e in model.entries] == ["notes.txt"]
 
 
-def row(job_id: str, status: str = "QUEUED", progress: int = 0, created: float = 1.0) -> JobRow:
+def row(job_id: str, status: JobStatus = JobStatus.QUEUED, progress: int = 0, created: float = 1.0) -> JobRow:
     return JobRow(job_id, "image-convert", "Convert image", "a.png", "This app", status, progress, created)
 
 
@@ -80,18 +82,25 @@ def test_jobs_model_applies_snapshots_in_place(qapp: object) -> None:
     model.rowsRemoved.connect(lambda parent, first, last: removed.append(first))
     model.modelReset.connect(lambda: pytest.fail("a live update must not reset the table"))
     model.apply([row("b", created=2), row("a")])
-    model.apply([row("c", created=3), row("b", "PROCESSING", 40, 2), row("a", "DONE", 100)])
+    model.apply([row("c", created=3), row("b", JobStatus.PROCESSING, 40, 2), row("a", JobStatus.DONE, 100)])
     assert [r.id for r in model.rows] == ["c", "b", "a"]
     assert model.index(1, JobsModel.PROGRESS_COLUMN).data(ProgressRole) == 40
     assert model.index(1, 3).data() == "Converting 40%"
     assert model.active_count == 2
-    model.apply([row("c", created=3), row("a", "DONE", 100)])
+    model.apply([row("c", created=3), row("a", JobStatus.DONE, 100)])
     assert [r.id for r in model.rows] == ["c", "a"] and removed == [1]
     assert inserted == [0, 1, 0]
 
 
+def test_elapsed_time_reads_naturally() -> None:
+    assert format_elapsed(5.7) == "5 s"
+    assert format_elapsed(125) == "2:05"
+    assert format_elapsed(3725) == "1:02:05"
+    assert format_elapsed(None) == ""
+
+
 def test_failed_jobs_say_what_went_wrong_in_words_with_details() -> None:
-    failed = JobRow("j", "pdf-compress", "Compress PDF", "a.pdf", "This app", "FAILED", 12, 1.0,
+    failed = JobRow("j", "pdf-compress", "Compress PDF", "a.pdf", "This app", JobStatus.FAILED, 12, 1.0,
                     error_code="password_protected", error_message="needs a password: raw engine text")
     assert failed.status_label.startswith("Failed: The file is protected by a password")
     assert "raw engine text" in failed.error_details and "password_protected" in failed.error_details
@@ -101,10 +110,18 @@ def test_batch_tracker_reports_a_batch_once_when_all_its_jobs_end() -> None:
     tracker = BatchTracker()
     tracker.add("b", ["j1", "j2"])
     assert tracker.update({}) == []  # not seen yet: still waiting
-    assert tracker.update({"j1": "DONE", "j2": "PROCESSING"}) == []
-    [summary] = tracker.update({"j1": "DONE", "j2": "FAILED"})
+    assert tracker.update({"j1": JobStatus.DONE, "j2": JobStatus.PROCESSING}) == []
+    [summary] = tracker.update({"j1": JobStatus.DONE, "j2": JobStatus.FAILED})
     assert (summary.done, summary.failed) == (1, 1) and summary.message == "1 done, 1 failed."
-    assert tracker.update({"j1": "DONE", "j2": "FAILED"}) == []
+    assert tracker.update({"j1": JobStatus.DONE, "j2": JobStatus.FAILED}) == []
+
+
+def test_batch_tracker_counts_a_job_removed_after_it_was_seen_as_canceled() -> None:
+    tracker = BatchTracker()
+    tracker.add("b", ["j1", "j2"])
+    assert tracker.update({"j1": JobStatus.DONE, "j2": JobStatus.QUEUED}) == []
+    [summary] = tracker.update({"j1": JobStatus.DONE})
+    assert (summary.done, summary.canceled) == (1, 1) and summary.message == "1 done, 1 canceled."
 
 
 def test_keys_model_lists_keys_with_use_and_status(qapp: object, tmp_path: Path) -> None:
@@ -128,7 +145,7 @@ def test_engine_rows_cover_reported_engines_and_the_optional_ones(tmp_path: Path
     (tmp_path / "tessdata" / "deu.traineddata").write_bytes(b"x")
     rows = engine_rows({"engines": {"Pillow": {"available": True, "version": "11.0"},
                                     "typst": {"available": False, "version": None}},
-                        "brokenModules": {"converters.tools.video": "ImportError: no av"}},
+                        "brokenModules": {"converters.tools.media.video": "ImportError: no av"}},
                        {"Pillow": ["image-convert"]}, tmp_path,
                        {"llm_provider": "openai", "llm_base_url": "http://127.0.0.1:11434/v1"},
                        which=lambda name: "/usr/bin/soffice" if name == "soffice" else None)

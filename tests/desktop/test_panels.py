@@ -10,7 +10,8 @@ from pytestqt.qtbot import QtBot
 from desktop.context import Desktop
 from desktop.icons import app_icon
 from desktop.main_window import MainWindow
-from desktop.stores import Prefs
+from desktop.models.tools import ToolIdRole
+from desktop.store import Prefs
 from desktop.views.shell import Tray
 from localapi.config import load_settings
 from tests.desktop.conftest import Recorder, wait_for
@@ -74,3 +75,38 @@ def test_closing_with_the_tray_keeps_the_app_and_the_api_running(qtbot: QtBot, w
     assert recorder.notes and "still running" in recorder.notes[0][0]
     window.tray.quit_action.trigger()  # no jobs running: quits without asking
     assert recorder.quits == 1 and recorder.close_asked == []
+
+
+def test_a_tool_switched_off_in_settings_shows_unavailable_with_the_reason(qtbot: QtBot, window: MainWindow,
+                                                                          desktop: Desktop) -> None:
+    switches = window.settings_panel.tool_switches
+    window.tabs.setCurrentWidget(window.settings_panel)
+    items = {switches.list.item(i).data(ToolIdRole): switches.list.item(i) for i in range(switches.list.count())}
+    assert set(items) == {t.id for t in desktop.tools.tools}
+    assert all(item.checkState() == Qt.CheckState.Checked for item in items.values())
+    assert window.convert.select_tool("pdf-compress")
+
+    items["pdf-compress"].setCheckState(Qt.CheckState.Unchecked)  # as a click on its box does
+    assert desktop.service.switches.disabled_tools() == {"pdf-compress"}
+    wait_for(qtbot, lambda: not desktop.tools.tool("pdf-compress").available)  # type: ignore[union-attr]
+    picker = window.convert.picker
+    assert picker.current_id is None and not window.convert.select_tool("pdf-compress")
+    [entry] = [picker.model.index(c, 0, picker.model.index(r, 0)) for r in range(picker.model.rowCount())
+               for c in range(picker.model.rowCount(picker.model.index(r, 0)))
+               if picker.model.index(c, 0, picker.model.index(r, 0)).data(ToolIdRole) == "pdf-compress"]
+    assert not entry.flags() & Qt.ItemFlag.ItemIsEnabled and "(unavailable)" in entry.data()
+    assert "disabled in the settings" in entry.data(Qt.ItemDataRole.ToolTipRole)
+
+    items["pdf-compress"].setCheckState(Qt.CheckState.Checked)
+    assert desktop.service.switches.disabled_tools() == set()
+    wait_for(qtbot, lambda: desktop.tools.tool("pdf-compress").available)  # type: ignore[union-attr]
+    assert window.convert.select_tool("pdf-compress")
+
+
+def test_the_tool_list_in_settings_follows_switches_changed_elsewhere(window: MainWindow, desktop: Desktop) -> None:
+    switches = window.settings_panel.tool_switches
+    desktop.service.switches.set_tool_disabled("image-convert", True)  # e.g. by `filekiln tools disable`
+    window.tabs.setCurrentWidget(window.settings_panel)  # showing the panel reads the switches again
+    [item] = [switches.list.item(i) for i in range(switches.list.count())
+              if switches.list.item(i).data(ToolIdRole) == "image-convert"]
+    assert item.checkState() == Qt.CheckState.Unchecked

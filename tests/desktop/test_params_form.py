@@ -11,7 +11,7 @@ from pytestqt.qtbot import QtBot
 
 from desktop.context import Desktop
 from desktop.models.tools import ToolInfo, tool_infos
-from desktop.stores import Prefs, PresetStore
+from desktop.store import Prefs, PresetStore
 from desktop.views.options_pane import OptionsPane
 from desktop.views.params_form import Checker, MultiChoice, ParamsForm
 from localapi.config import load_settings
@@ -153,7 +153,9 @@ def test_last_choice_and_named_presets_per_tool(qtbot: QtBot, tools: dict[str, T
     pane.set_tool(tools["image-convert"])
     assert pane.params() == {"quality": 60} and pane.output_format() == "webp"  # the last choice
     pane.form.reset()
-    pane.choose_preset("Small")
+    small = pane.preset_combo.findData("Small")
+    pane.preset_combo.setCurrentIndex(small)
+    pane.preset_combo.activated.emit(small)  # as when the user picks it
     assert pane.params() == {"quality": 60}
     pane.delete_preset()
     assert presets.names("image-convert") == [] and pane.preset_combo.count() == 1

@@ -9,6 +9,7 @@ import pytest
 from desktop.schema_fields import (
     coerce_number_or_text,
     fields_from_schema,
+    humanize_name,
     params_from_values,
     validate_value,
 )
@@ -92,3 +93,10 @@ def test_params_hold_only_choices_that_differ_from_defaults(schemas: dict[str, d
     assert params_from_values(specs, {"angle": 180, "pages": "2-4"}) == {"angle": 180, "pages": "2-4"}
     specs = fields_from_schema(schemas["audio-convert"])
     assert params_from_values(specs, {"bitrate": None, "channels": 1}) == {"channels": 1}
+
+
+def test_humanize_name_turns_json_names_into_labels() -> None:
+    assert humanize_name("sampleRate") == "Sample rate"
+    assert humanize_name("imageDpi") == "Image DPI"
+    assert humanize_name("targetSizeKb") == "Target size (KB)"
+    assert humanize_name("pages") == "Pages"

@@ -1,12 +1,15 @@
-"""What the app remembers on disk: presets, preferences, settings.toml, deliveries."""
+"""What the app remembers on disk (``desktop.store``): presets, preferences, settings.toml, deliveries."""
 
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
-from desktop.models.delivery import Delivery, DeliveryStore, copy_results
-from desktop.stores import Prefs, PresetStore, SettingsFile
+import pytest
+
+from desktop.store import Delivery, DeliveryStore, Prefs, PresetStore, SettingsFile, copy_results, dump_toml
+from desktop.store.deliveries import resolve_target
 from localapi.config import load_settings
 
 
@@ -61,6 +64,12 @@ def test_settings_file_changes_only_the_given_keys_and_the_service_reads_them(tm
     assert not list(tmp_path.glob("*.tmp"))
 
 
+def test_dump_toml_round_trips_through_tomllib() -> None:
+    values = {"port": 9000, "retention_days": 2.5, "strict_auth": True, "host": 'a"b\\c',
+              "tool_timeouts": {"video-convert": 7200.0}, "list": ["x", 1]}
+    assert tomllib.loads(dump_toml(values)) == values
+
+
 def test_deliveries_survive_a_restart(tmp_path: Path) -> None:
     path = tmp_path / "deliveries.json"
     store = DeliveryStore.open(path)
@@ -92,3 +101,24 @@ def test_copy_results_renames_on_a_clash_and_protects_inputs(tmp_path: Path) -> 
     written, skipped = copy_results([("photo.jpg", store / "f1")], out, "skip")
     assert written == [] and skipped == ["photo.jpg"]
     assert not list(out.glob(".filekiln-*"))
+
+
+@pytest.mark.parametrize(("policy", "expected"), [
+    ("rename", "photo (3).jpg"), ("overwrite", "photo.jpg"), ("skip", None)])
+def test_resolve_target_follows_the_clash_policy(tmp_path: Path, policy: str, expected: str | None) -> None:
+    (tmp_path / "photo.jpg").write_text("old")
+    (tmp_path / "photo (2).jpg").write_text("older")
+    target = resolve_target(tmp_path, "photo.jpg", policy)
+    assert (target.name if target else None) == expected
+
+
+def test_resolve_target_never_overwrites_an_input(tmp_path: Path) -> None:
+    source = tmp_path / "scan.pdf"
+    source.write_text("original")
+    for policy in ("overwrite", "skip"):
+        target = resolve_target(tmp_path, "scan.pdf", policy, protected=[source])
+        assert target == tmp_path / "scan (2).pdf"
+
+
+def test_resolve_target_without_a_clash_is_the_plain_name(tmp_path: Path) -> None:
+    assert resolve_target(tmp_path, "new.png", "skip") == tmp_path / "new.png"

@@ -13,18 +13,21 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from desktop.helpers import atomic_write_text, resolve_target
+from desktop.store.atomic import atomic_write_text, read_json
+
+# what to do when a file of the result's name is already in the folder
+CLASH_POLICIES = ("rename", "overwrite", "skip")
 
 
 @dataclass(frozen=True)
 class Delivery:
     job_id: str
     folder: str
-    policy: str  # rename | overwrite | skip
+    policy: str  # one of CLASH_POLICIES
     batch: str = ""
     inputs: tuple[str, ...] = ()  # the user's original files (never overwritten)
     delivered: tuple[str, ...] | None = None  # None until the results were copied
@@ -45,11 +48,7 @@ class DeliveryStore:
     @classmethod
     def open(cls, path: Path) -> DeliveryStore:
         store = cls(path)
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            raw = {}
-        for job_id, item in (raw.items() if isinstance(raw, dict) else []):
+        for job_id, item in read_json(path).items():
             try:
                 store._items[job_id] = Delivery(
                     job_id=job_id, folder=item["folder"], policy=item["policy"], batch=item.get("batch", ""),
@@ -121,3 +120,30 @@ def copy_results(results: Sequence[tuple[str, Path]], folder: Path, policy: str,
             raise
         written.append(target)
     return written, skipped
+
+
+def resolve_target(folder: Path, name: str, policy: str, exists: Callable[[Path], bool] = Path.exists,
+                   protected: Iterable[Path] = ()) -> Path | None:
+    """Where a result called ``name`` goes in ``folder`` under a clash ``policy``; ``None`` means skip.
+
+    ``rename`` picks ``name (2).ext``, ``name (3).ext`` ...; ``overwrite`` replaces an
+    earlier file; ``skip`` leaves it. A ``protected`` path (the job's own inputs) is
+    never overwritten: a clash with one is renamed whatever the policy.
+    """
+    if policy not in CLASH_POLICIES:
+        raise ValueError(f"unknown clash policy {policy!r}")
+    target = folder / name
+    guarded = {p.absolute() for p in protected}
+    if not exists(target):
+        return target
+    if policy == "skip" and target.absolute() not in guarded:
+        return None
+    if policy == "overwrite" and target.absolute() not in guarded:
+        return target
+    stem, suffix = Path(name).stem, Path(name).suffix
+    n = 2
+    while True:
+        candidate = folder / f"{stem} ({n}){suffix}"
+        if not exists(candidate):
+            return candidate
+        n += 1

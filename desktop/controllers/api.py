@@ -125,6 +125,3 @@ class ApiController(QObject):
         if self._server is not None:
             self._server.stop()
         self.state = "stopped"
-
-    def wait(self, msecs: int = 15_000) -> bool:
-        return self._background.wait(msecs)

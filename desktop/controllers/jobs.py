@@ -15,13 +15,13 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from desktop.helpers import friendly_error
-from desktop.models.delivery import Delivery, DeliveryStore, copy_results
-from desktop.models.jobs import JobRow
+from desktop.models.jobs import JobRow, friendly_error
+from desktop.store.deliveries import Delivery, DeliveryStore, copy_results
 from desktop.threads import Background
 from localapi.core.errors import Conflict, ServiceError
 from localapi.core.jobs import Caller, Job
 from localapi.core.service import Service
+from localapi.core.states import JobStatus
 
 log = logging.getLogger("filekiln.desktop")
 
@@ -39,7 +39,9 @@ def describe_service_error(exc: BaseException) -> tuple[str, str]:
     return "Something went wrong.", repr(exc)
 
 
-class JobsBackend(QObject):
+class JobsController(QObject):
+    """Feeds the jobs table (``snapshot``) and carries out what the Convert page and the jobs view ask."""
+
     snapshot = Signal(list)  # list[JobRow], newest first
     submitted = Signal(str, list)  # batch id, job ids
     failed = Signal(str, str)  # what went wrong in words, details
@@ -137,13 +139,13 @@ class JobsBackend(QObject):
         return JobRow(
             id=job.id, tool=job.tool, tool_title=self.tool_titles.get(job.tool, job.tool), files_label=label,
             source="This app" if from_app else f"API: {self._key_names.get(job.key_id or '', 'a key')}",
-            status=job.status, progress=job.progress, created_at=job.created_at, started_at=job.started_at,
+            status=JobStatus(job.status), progress=job.progress, created_at=job.created_at, started_at=job.started_at,
             finished_at=job.finished_at, error_code=job.error_code, error_message=job.error_message,
             notes=tuple(job.notes), from_app=from_app, params=dict(job.params), output_format=job.output_format,
             input_file_ids=tuple(job.input_file_ids),
             outputs=tuple(delivery.delivered or ()) if delivery else (),
             skipped=delivery.skipped if delivery else (),
-            saving=bool(delivery and delivery.pending and job.status == "DONE"),
+            saving=bool(delivery and delivery.pending and job.status == JobStatus.DONE),
             delivery_error=delivery.error if delivery else None)
 
     def _files_label(self, file_ids: Sequence[str]) -> str:
