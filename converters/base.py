@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
 
 GB = 1024**3
 DEFAULT_MAX_INPUT = 5 * 1000**3  # the contract's "up to 5 GB"
@@ -48,6 +49,12 @@ class Params(BaseModel):
     """Base of every tool's parameter model: unknown keys are an error."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class CamelParams(Params):
+    """Params whose JSON names are camelCase (``imageDpi``) while Python uses snake_case."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=to_camel)
 
 
 class NoParams(Params):
@@ -97,6 +104,21 @@ class ToolEnv:
 
     models_dir: Path | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
+    slots: Mapping[str, Path] = field(default_factory=dict)  # resident engine name -> this worker's slot dir
+
+
+@dataclass(frozen=True)
+class ResidentEngine:
+    """An engine kept running between jobs (LibreOffice), declared by the tools that use it.
+
+    The job engine owns its lifecycle: each worker has a slot dir per resident engine, handed to the
+    tool as ``ToolEnv.slots[name]``; the engine started there outlives the job and serves the next job
+    of that worker. The worker calls ``stop(slot_dir)`` when a job did not end cleanly (the engine may be
+    mid-task), on start-up (what a crashed run left) and when it stops.
+    """
+
+    name: str
+    stop: Callable[[Path], object]
 
 
 @dataclass
@@ -118,13 +140,7 @@ class Context:
 
     def output_path(self, stem: str, ext: str) -> Path:
         """A fresh path in ``out_dir`` named after ``stem`` (sanitised), never clobbering."""
-        base = safe_stem(stem)
-        candidate = self.out_dir / f"{base}.{ext}"
-        n = 2
-        while candidate.exists():
-            candidate = self.out_dir / f"{base}-{n}.{ext}"
-            n += 1
-        return candidate
+        return free_name(self.out_dir / f"{safe_stem(stem)}.{ext}")
 
 
 _UNSAFE = re.compile(r"[^\w.\- ()\[\]]+", re.UNICODE)
@@ -140,15 +156,33 @@ def safe_stem(name: str) -> str:
 
 
 @contextmanager
-def atomic_output(path: Path) -> Iterator[Path]:
-    """Yield a temporary name beside ``path``; rename it to ``path`` only when the block succeeds,
-    so that a failed or killed conversion never leaves a half-written file under a final name."""
-    tmp = path.with_name(f".{path.name}.part")
+def atomic_output(path: Path, *, require_content: bool = False) -> Iterator[Path]:
+    """Yield a temporary name beside ``path``; rename it to ``path`` only when the block succeeds.
+
+    A failed or killed conversion never leaves a half-written file under a final name. The temporary
+    name keeps the extension (``.report.part.pdf``), for engines that pick the format from it. With
+    ``require_content``, an engine that "succeeded" without writing anything fails the job.
+    """
+    tmp = path.with_name(f".{path.stem}.part{path.suffix}")
     try:
         yield tmp
+        if require_content and (not tmp.is_file() or tmp.stat().st_size == 0):
+            raise ConversionError("engine_failed", "The engine reported success but wrote nothing.")
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def free_name(path: Path, exists: Callable[[Path], bool] = Path.exists, template: str = "{stem}-{n}{suffix}") -> Path:
+    """``path`` itself, or the first of ``stem-2.ext``, ``stem-3.ext`` ... that does not exist yet.
+
+    ``template`` names the candidates (the desktop uses ``"{stem} ({n}){suffix}"``, as file managers do).
+    """
+    candidate, n = path, 2
+    while exists(candidate):
+        candidate = path.with_name(template.format(stem=path.stem, n=n, suffix=path.suffix))
+        n += 1
+    return candidate
 
 
 def scaled(progress: Callable[[float], None], start: float, span: float) -> Callable[[float], None]:
@@ -175,6 +209,7 @@ class Tool:
     merges_inputs: ClassVar[bool] = False
     timeout_seconds: ClassVar[float] = 600.0
     max_inputs: ClassVar[int] = 100
+    resident: ClassVar[tuple[ResidentEngine, ...]] = ()  # engines kept running between this tool's jobs
 
     def available(self, env: ToolEnv | None = None) -> bool:
         return self.unavailable_reason(env) is None

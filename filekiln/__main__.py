@@ -9,18 +9,12 @@ from collections.abc import Sequence
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["_child"]:  # a conversion child process (used by frozen builds)
-        from localapi.core.child import main as child_main
+        from localapi.core.jobs.child import main as child_main
 
         return child_main()
-    from localapi.cli import main as cli_main
+    from filekiln.cli import main as cli_main
 
-    return cli_main(args, gui=_gui)
-
-
-def _gui(settings: object) -> int:
-    from desktop.app import run
-
-    return run(settings)  # type: ignore[arg-type]
+    return cli_main(args)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 from pydantic import Field, field_validator
 
 from converters.base import Context, ConversionError, Engine, InputFile, Params, Tool, ToolEnv, atomic_output
-from converters.tools.pdf import DEFAULT_PAGE_LIMIT, PRECHECK_MAX_BYTES, page_limit
+from converters.inputs.limits import DEFAULT_PAGE_LIMIT, PRECHECK_MAX_BYTES, page_limit
 
 IMAGE_FORMATS = ("png", "jpg", "tiff")
 MAX_SIDE_PX = 20_000  # default; renders beyond this are slow and need GBs

@@ -22,8 +22,8 @@ from typing import Any, ClassVar
 from pydantic import Field, field_validator
 
 from converters.base import Context, ConversionError, Engine, InputFile, Params, Tool, ToolEnv, atomic_output
-from converters.media import open_input, reason
-from converters.models import in_background
+from converters.engines.media.container import open_input, reason
+from converters.engines.modelfiles import in_background
 
 AUDIO_FORMATS = ("mp3", "wav", "flac", "ogg", "opus", "m4a", "aac", "aiff", "wma")
 VIDEO_FORMATS = ("mp4", "mov", "mkv", "webm", "avi", "mpeg", "flv", "wmv", "3gp", "m4v")

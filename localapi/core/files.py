@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from converters.sniff import mime_type, sniff
+from converters.inputs.sniff import mime_type, sniff
 from localapi.core.db import Database, new_id, now
 from localapi.core.errors import FileNotFound, FileTooLarge, Gone
 

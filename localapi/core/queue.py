@@ -21,14 +21,19 @@ TASK_NAME = "run_job"
 
 
 class JobQueue:
-    """Huey instance with the one task FileKiln enqueues."""
+    """Huey instance with the one task FileKiln enqueues.
 
-    def __init__(self, path: Path, execute: Callable[[str], Any]) -> None:
+    Enqueueing needs only the task's name; the worker side installs what runs it (``handler``)
+    before it starts consuming.
+    """
+
+    def __init__(self, path: Path) -> None:
         self.huey = SqliteHuey(name="filekiln", filename=str(path), results=False, utc=True, timeout=30)
+        self.handler: Callable[[str], Any] = _no_handler
 
         @self.huey.task(name=TASK_NAME)  # type: ignore[untyped-decorator]
         def run_job(job_id: str) -> None:
-            execute(job_id)
+            self.handler(job_id)
 
         self._task = run_job
 
@@ -40,6 +45,10 @@ class JobQueue:
 
     def flush(self) -> None:
         self.huey.flush()
+
+
+def _no_handler(job_id: str) -> None:
+    raise RuntimeError(f"no worker handler installed to run {job_id}")
 
 
 class _QuietConsumer(Consumer):  # type: ignore[misc]

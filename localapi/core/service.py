@@ -11,19 +11,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from converters.base import Tool
+from converters.base import ToolEnv
 from converters.catalogue import Catalogue, load_catalogue
-from converters.sniff import sniff
+from converters.inputs.sniff import sniff
 from localapi.config import Settings
 from localapi.core.db import Database
 from localapi.core.files import FileStore
 from localapi.core.idempotency import IdempotencyStore
-from localapi.core.jobs import Caller, Job, JobService, JobSettings, worker_identity
+from localapi.core.jobs import Caller, Job, JobService
+from localapi.core.jobs.worker import JobSettings, JobWorker
 from localapi.core.keys import KeyService
 from localapi.core.queue import JobQueue, WorkerPool
 from localapi.core.ratelimit import RateLimiter
 from localapi.core.retention import purge_expired
-from localapi.core.runner import ChildPool
 from localapi.core.signing import LinkSigner
 from localapi.core.switches import Switches
 
@@ -36,13 +36,14 @@ class Service:
     db: Database
     files: FileStore
     keys: KeyService
+    switches: Switches
     jobs: JobService
+    worker: JobWorker
     queue: JobQueue
     signer: LinkSigner
     idempotency: IdempotencyStore
     limiter: RateLimiter
     catalogue: Catalogue
-    worker_id: str = field(default_factory=worker_identity)
     pool: WorkerPool | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -54,68 +55,56 @@ class Service:
         db = Database(data / "filekiln.db")
         files = FileStore(db, data / "files", settings.retention_days * 86400)
         catalogue = catalogue or load_catalogue()
-        jobs = JobService(db, files, catalogue, JobSettings(
+        queue = JobQueue(data / "queue.db")
+        switches = Switches(db, ToolEnv(models_dir=data / "models", settings=dict(settings.tools)))
+        worker = JobWorker(db, files, catalogue, JobSettings(
             jobs_dir=data / "jobs", models_dir=data / "models",
             tool_settings=dict(settings.tools), memory_limit_mb=settings.job_memory_limit_mb,
-            tool_timeouts=dict(settings.tool_timeouts)))
-        service = cls(
-            settings=settings, db=db, files=files, keys=KeyService(db), jobs=jobs,
-            queue=JobQueue(data / "queue.db", execute=lambda job_id: None),
+            tool_timeouts=dict(settings.tool_timeouts)), enqueue=queue.enqueue)
+        return cls(
+            settings=settings, db=db, files=files, keys=KeyService(db), switches=switches,
+            jobs=JobService(db, files, catalogue, switches, enqueue=queue.enqueue, data_dir=data),
+            worker=worker, queue=queue,
             signer=LinkSigner(bytes.fromhex(db.setting_once("signing_secret", secrets.token_hex(32)))),
             idempotency=IdempotencyStore(db, settings.idempotency_hours * 3600),
             limiter=RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst),
             catalogue=catalogue,
         )
-        service.queue = JobQueue(data / "queue.db", execute=service._execute)
-        jobs.enqueue = service.queue.enqueue
-        return service
-
-    @property
-    def switches(self) -> Switches:
-        return self.jobs.switches
-
-    def _execute(self, job_id: str) -> None:
-        stopping = self.pool.stopping.is_set if self.pool else (lambda: False)
-        self.jobs.execute(job_id, self.worker_id, stopping=stopping)
 
     # ---- workers ----
 
     def start_workers(self, workers: int | None = None) -> None:
         """Recover what a previous run left, then start consuming the queue."""
+        count = workers or self.settings.workers
         with self._lock:
             if self.pool is not None:
                 return
-            counts = self.jobs.recover()
+            counts = self.worker.recover()
             self.queue.flush()  # the job table is the truth: rebuild the queue from it
-            counts["requeued"] = self.jobs.requeue_all_queued()
-            self.jobs.clean_work_dirs()
+            counts["requeued"] = self.worker.requeue_all_queued()
+            self.worker.clean_work_dirs()
             if any(counts.values()):
                 log.info("recovered jobs: %s", counts)
-            self.jobs.children = ChildPool(workers or self.settings.workers,
-                                           self.settings.data_dir / "jobs" / "_children")
-            self.jobs.children.fill()
-            self.jobs.open_slots(workers or self.settings.workers)
-            self.pool = WorkerPool(self.queue, workers or self.settings.workers,
-                                   self.settings.poll_interval_seconds, on_tick=self.housekeeping,
-                                   tick_seconds=min(10.0, self.settings.purge_interval_seconds))
-            self.pool.start()
+            self.worker.start(count)
+            self.pool = pool = WorkerPool(self.queue, count, self.settings.poll_interval_seconds,
+                                          on_tick=self.housekeeping,
+                                          tick_seconds=min(10.0, self.settings.purge_interval_seconds))
+            self.queue.handler = lambda job_id: self.worker.execute(job_id, stopping=pool.stopping.is_set)
+            pool.start()
 
     def stop_workers(self, timeout: float = 15.0) -> None:
         with self._lock:
             if self.pool is not None:
                 self.pool.stop(timeout)
                 self.pool = None
-            if self.jobs.children is not None:
-                self.jobs.children.close()
-                self.jobs.children = None
-            self.jobs.close_slots()
+            self.worker.stop()
 
     _last_purge: float = 0.0
 
     def housekeeping(self) -> None:
         import time
 
-        self.jobs.recover()
+        self.worker.recover()
         if time.monotonic() - self._last_purge >= self.settings.purge_interval_seconds:
             self._last_purge = time.monotonic()
             self.purge()
@@ -129,7 +118,7 @@ class Service:
             for engine in tool.engines:
                 engines.setdefault(engine.name, {"available": engine.available(), "version": engine.version()})
         return {"engines": engines, "brokenModules": dict(self.catalogue.broken),
-                "maintenance": self.jobs.switches.maintenance,
+                "maintenance": self.switches.maintenance,
                 "workers": self.pool is not None, "queued": self.queue.pending()}
 
     # ---- helpers for the desktop app, which never imports engines ----
@@ -137,10 +126,6 @@ class Service:
     def sniff(self, path: Path) -> str | None:
         """The format id of a local file, judged by content exactly as uploads are."""
         return sniff(path, path.name)
-
-    def tools_for(self, formats: set[str]) -> list[Tool]:
-        """Tools that accept every one of ``formats``."""
-        return self.catalogue.for_formats(formats)
 
     def submit_local(self, paths: list[Path], tool_id: str, params: dict[str, Any] | None = None,
                      output_format: str | None = None) -> Job:
@@ -157,7 +142,7 @@ class Service:
 
     def models(self) -> list[dict[str, Any]]:
         """The downloadable models, and whether each is in the data dir's models/."""
-        from converters.models import REGISTRY, is_installed
+        from converters.engines.modelfiles import REGISTRY, is_installed
 
         models_dir = self.settings.data_dir / "models"
         return [{"name": e.name, "title": e.title, "kind": e.kind, "sizeBytes": e.size, "verified": e.verified,
@@ -166,7 +151,7 @@ class Service:
     def download_model(self, name: str, progress: Callable[[float], None],
                        cancelled: Callable[[], bool]) -> None:
         """Fetch ``name`` from its official source (checksum-checked, resumable); blocking."""
-        from converters.models import download, get_entry
+        from converters.engines.modelfiles import download, get_entry
 
         download(get_entry(name), self.settings.data_dir / "models", progress, cancelled)
 

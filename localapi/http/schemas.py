@@ -7,6 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from converters.base import Tool
+from localapi.core.states import JobStatus
+
 
 def iso(ts: float | None) -> datetime | None:
     return datetime.fromtimestamp(ts, UTC) if ts is not None else None
@@ -36,6 +39,16 @@ class ToolOut(BaseModel):
     available: bool
     unavailableReason: str | None = None
 
+    @classmethod
+    def of(cls, tool: Tool, available: bool, reason: str | None) -> ToolOut:
+        """A tool as the API publishes it, with its availability here (``Switches.tool_status``)."""
+        return cls(
+            id=tool.id, category=tool.category, title=tool.title, description=tool.description,
+            accepts=list(tool.accepts), produces=list(tool.produces), maxInputSizeBytes=tool.max_input_size_bytes,
+            mergesInputs=tool.merges_inputs, params=tool.params.model_json_schema(by_alias=True),
+            available=available, unavailableReason=reason,
+        )
+
 
 class FileRefOut(BaseModel):
     id: str
@@ -47,7 +60,6 @@ class FileRefOut(BaseModel):
     expiresAt: datetime
 
 
-JobStatus = Literal["QUEUED", "PROCESSING", "DONE", "FAILED", "CANCELED"]
 
 
 class JobCreate(BaseModel):

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(shutil.which("soffice") is None, reason="LibreOf
 
 def slot_offices(data_dir: Path) -> dict[str, int]:
     found = {}
-    for state in (data_dir / "office").glob("slot-*/state.json"):
+    for state in (data_dir / "engines" / "office").glob("slot-*/state.json"):
         found[state.parent.name] = int(json.loads(state.read_text())["pid"])
     return found
 

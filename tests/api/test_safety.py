@@ -114,7 +114,7 @@ def test_cli_tools_and_convert_without_a_server(tmp_path) -> None:  # type: igno
 def test_cli_models_import_and_list(tmp_path) -> None:  # type: ignore[no-untyped-def]
     import json
 
-    from converters.tools.ai_background import packaged_u2netp
+    from converters.tools.ai.background import packaged_u2netp
     from tests.conftest import run_cli
 
     data = tmp_path / "data"

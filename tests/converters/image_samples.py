@@ -8,7 +8,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from converters.tools.images import PIL_NAMES, register_plugins
+from converters.engines.pictures import PIL_NAMES, register_plugins
 
 # Magic numbers checked independently of the code under test.
 MAGIC: dict[str, tuple[int, bytes]] = {

@@ -10,7 +10,7 @@ from typing import Any
 
 from converters.base import Context, InputFile, ToolEnv
 from converters.catalogue import load_catalogue
-from converters.sniff import sniff
+from converters.inputs.sniff import sniff
 
 
 @dataclass

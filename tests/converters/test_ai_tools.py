@@ -17,10 +17,10 @@ from PIL import Image
 
 from converters.base import Cancelled, ConversionError, InputFile, ToolEnv
 from converters.catalogue import load_catalogue
-from converters.sniff import sniff
-from converters.tools.ai_background import packaged_u2netp
-from converters.tools.ai_extract import extract_text
-from converters.tools.ai_text import split_chunks
+from converters.inputs.sniff import sniff
+from converters.tools.ai.background import packaged_u2netp
+from converters.tools.ai.extract import extract_text
+from converters.tools.ai.text import split_chunks
 from tests.converters import ai_samples as samples
 from tests.converters.runtool import run_tool
 

@@ -11,9 +11,9 @@ from pydantic import ValidationError
 
 from converters.base import Cancelled, Context, ConversionError, InputFile, ToolEnv
 from converters.catalogue import load_catalogue
-from converters.lame import system_library
-from converters.media import demuxer_allowed
-from converters.sniff import sniff
+from converters.engines.media.container import demuxer_allowed
+from converters.engines.media.lame import system_library
+from converters.inputs.sniff import sniff
 from tests.converters import media_samples as samples_mod
 from tests.converters.media_samples import probe
 from tests.converters.runtool import cancel_midway, run_tool
@@ -155,7 +155,7 @@ def test_mp3_is_gapless_and_sounds_like_the_input(samples: Path, tmp_path: Path,
 
 
 def test_mp3_encoder_falls_back_to_the_wheel_without_a_system_lame(monkeypatch: pytest.MonkeyPatch) -> None:
-    from converters import lame
+    from converters.engines.media import lame
 
     monkeypatch.setattr(lame, "system_library", lambda: None)
     assert lame.open_encoder(44100, 2, 192).name == "lameenc"

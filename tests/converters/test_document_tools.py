@@ -12,8 +12,8 @@ import pymupdf
 import pytest
 
 from converters.base import Cancelled, ConversionError, ToolEnv
-from converters.office import close_pools, cold_command, get_pool, listen_command, registry_xcu
-from converters.tools.documents_pandoc import font_dirs, pandoc_command, text_to_pandoc_json
+from converters.engines.office import close_pools, cold_command, get_pool, listen_command, registry_xcu
+from converters.engines.pandoc import font_dirs, pandoc_command, text_to_pandoc_json
 from tests.converters import doc_samples as s
 from tests.converters.runtool import run_tool
 
@@ -338,7 +338,7 @@ def test_instance_is_restarted_after_max_conversions(tmp_path: Path) -> None:
     source = s.make_docx(tmp_path)
     for i in range(3):
         run_tool("document-to-pdf", [source], tmp_path / f"out{i}", env=env)
-    from converters.office import find_soffice, find_uno_python
+    from converters.engines.office import find_soffice, find_uno_python
 
     soffice = find_soffice({})
     assert soffice is not None

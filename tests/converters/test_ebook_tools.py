@@ -10,8 +10,8 @@ import pymupdf
 import pytest
 
 from converters.base import ConversionError, ToolEnv
-from converters.tools.ebooks import calibre_command
-from converters.tools.ebooks_meta import epub_info, fb2_info, mobi_info
+from converters.tools.ebooks.convert import calibre_command
+from converters.tools.ebooks.meta import epub_info, fb2_info, mobi_info
 from tests.converters import doc_samples as s
 from tests.converters.runtool import run_tool
 

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from converters.base import Cancelled, Context, ConversionError, InputFile, ToolEnv
 from converters.catalogue import load_catalogue
-from converters.tools.images import register_plugins
+from converters.engines.pictures import register_plugins
 from tests.converters import image_samples as samples_mod
 from tests.converters.runtool import run_tool
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from converters.base import Cancelled, ConversionError
-from converters.models import (
+from converters.engines.modelfiles import (
     ModelEntry,
     ModelFile,
     download,
@@ -24,7 +24,7 @@ from converters.models import (
     in_background,
     is_installed,
 )
-from converters.tools.ai_background import packaged_u2netp
+from converters.tools.ai.background import packaged_u2netp
 from converters.tools.ocr import tessdata_dirs
 
 PAYLOAD = os.urandom(300_000)

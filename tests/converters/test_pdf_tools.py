@@ -15,8 +15,8 @@ from pydantic import ValidationError
 
 from converters.base import Cancelled, Context, ConversionError, InputFile, ToolEnv
 from converters.catalogue import load_catalogue
-from converters.pages import page_groups, parse_pages
-from converters.sniff import sniff
+from converters.inputs.pages import page_groups, parse_pages
+from converters.inputs.sniff import sniff
 from tests.converters import image_samples as images
 from tests.converters import pdf_samples as pdfs
 from tests.converters.runtool import run_tool
@@ -689,7 +689,7 @@ def test_page_ranges_within_the_page_limit_and_whole_file_tools_are_not_limited(
 
 
 def test_the_page_limit_defaults_to_10000_pages() -> None:
-    from converters.tools.pdf import page_limit
+    from converters.inputs.limits import page_limit
 
     assert page_limit(None) == page_limit(ToolEnv()) == 10_000
     assert page_limit(ToolEnv(settings={"max_pdf_pages": 50})) == 50

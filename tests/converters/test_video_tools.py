@@ -13,7 +13,7 @@ from PIL import Image
 
 from converters.base import Cancelled, Context, ConversionError, InputFile
 from converters.catalogue import load_catalogue
-from converters.sniff import sniff
+from converters.inputs.sniff import sniff
 from tests.converters import media_samples as samples_mod
 from tests.converters.media_samples import probe
 from tests.converters.runtool import ToolRun, cancel_midway, run_tool

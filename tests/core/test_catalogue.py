@@ -10,7 +10,7 @@ import pytest
 
 from converters.base import CATEGORIES, Tool
 from converters.catalogue import discover, load_catalogue
-from converters.sniff import MIME_TYPES
+from converters.inputs.sniff import MIME_TYPES
 
 TOOLS = list(load_catalogue())
 

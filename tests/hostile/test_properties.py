@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from converters.catalogue import load_catalogue
-from converters.sniff import sniff_bytes
+from converters.inputs.sniff import sniff_bytes
 from localapi.core.errors import ServiceError
 from localapi.core.files import display_name
 from localapi.http.routes.downloads import content_disposition, parse_range

@@ -30,11 +30,11 @@ from xml.etree import ElementTree
 import httpx
 import pytest
 
-from converters import safexml
 from converters.base import ConversionError, InputFile
+from converters.inputs import safexml
 from converters.tools import ai_extract
-from converters.tools.documents_sheets import read_sheets
-from converters.tools.ebooks_meta import epub_info, fb2_info
+from converters.tools.documents.sheets import read_sheets
+from converters.tools.ebooks.meta import epub_info, fb2_info
 from tests.conftest import assert_problem, upload, wait_job
 from tests.converters.runtool import run_tool
 

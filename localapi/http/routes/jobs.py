@@ -11,9 +11,10 @@ from localapi.core.files import StoredFile
 from localapi.core.idempotency import request_hash
 from localapi.core.jobs import Caller, Job, quota_headers
 from localapi.core.service import Service
+from localapi.core.states import JobStatus
 from localapi.http.deps import CallerDep, JobDep, KeyDep, OwnJobDep, ServiceDep
 from localapi.http.problems import problems
-from localapi.http.schemas import JobCreate, JobOut, JobPageOut, JobStatus, ResultFileOut, ResultOut, iso
+from localapi.http.schemas import JobCreate, JobOut, JobPageOut, ResultFileOut, ResultOut, iso
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 
@@ -22,7 +23,7 @@ CURSOR_PATTERN = r"^[0-9]{1,12}(\.[0-9]{1,9})?~job_[0-9a-f]{32}$"  # strict: wha
 
 def job_out(job: Job) -> JobOut:
     return JobOut(
-        id=job.id, tool=job.tool, status=job.status,  # type: ignore[arg-type]
+        id=job.id, tool=job.tool, status=job.status,
         progress=job.progress, outputFormat=job.output_format,
         errorMessage=job.error_message, errorCode=job.error_code, inputFileIds=job.input_file_ids,
         params=job.params, notes=job.notes, createdAt=iso(job.created_at),  # type: ignore[arg-type]

@@ -1,0 +1,1 @@
+"""Input safety: what a file is (by content), and what it may not do (bombs, entities, playlists, page ranges)."""

@@ -1,0 +1,12 @@
+"""PDF tools on PyMuPDF."""
+
+from converters.base import Tool
+from converters.tools.pdf.compress import PdfCompress
+from converters.tools.pdf.pages import PdfDeletePages, PdfExtractPages, PdfMerge, PdfRotate, PdfSplit
+from converters.tools.pdf.render import ImageToPdf, PdfToImage, PdfToText
+from converters.tools.pdf.security import PdfMetadata, PdfProtect, PdfUnlock, PdfWatermark
+
+TOOLS: list[Tool] = [
+    PdfCompress(), PdfMerge(), PdfSplit(), PdfRotate(), PdfExtractPages(), PdfDeletePages(),
+    PdfToImage(), ImageToPdf(), PdfToText(), PdfProtect(), PdfUnlock(), PdfWatermark(), PdfMetadata(),
+]

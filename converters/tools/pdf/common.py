@@ -1,0 +1,98 @@
+# PyMuPDF annotates only part of its API; calls into the rest are untyped by no fault of ours.
+# mypy: disable-error-code="no-untyped-call"
+"""What every PDF tool shares: the ``PdfTool`` base (category, engine, page-range and page-limit checks)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+
+from pydantic import AfterValidator, Field
+
+from converters.base import Context, ConversionError, Engine, InputFile, Tool, ToolEnv, safe_stem
+from converters.engines.mupdf import PYMUPDF, open_pdf
+from converters.inputs.limits import PRECHECK_MAX_BYTES, page_limit
+from converters.inputs.pages import PAGE_SPEC_PATTERN, check_page_spec
+
+if TYPE_CHECKING:
+    import pymupdf
+
+# A page range field: the pattern lets a form check it as typed, the validator catches "0" and "5-3".
+PageSpec = Annotated[str, AfterValidator(check_page_spec)]
+
+
+def pages_field(default: Any, what: str) -> Any:
+    """A ``pages`` field with the page-range pattern in its JSON Schema."""
+    return Field(default, pattern=PAGE_SPEC_PATTERN, description=f'{what}, 1-based, e.g. "1-3,5,8-" ("1-" is all).')
+
+
+def stem_of(source: InputFile) -> str:
+    return safe_stem(source.name or source.path.name)
+
+
+class PdfTool(Tool):
+    """Base of the PDF tools: PyMuPDF, the ``pdf`` category, and job-creation checks."""
+
+    category: ClassVar[str] = "pdf"
+    accepts: ClassVar[tuple[str, ...]] = ("pdf",)
+    produces: ClassVar[tuple[str, ...]] = ("pdf",)
+    engines: ClassVar[tuple[Engine, ...]] = (PYMUPDF,)
+    allow_encrypted: ClassVar[bool] = False
+
+    def page_spec(self, params: Any) -> str | None:
+        """The page range this job's params name, to check against each document; ``None`` for all pages."""
+        spec = getattr(params, "pages", None)
+        return spec if isinstance(spec, str) else None
+
+    def pages_worked(self, doc: pymupdf.Document, params: Any) -> int | None:
+        """How many pages this job goes through one by one, held against the page limit.
+
+        ``None`` (the default) for tools whose work does not grow page by page, such as
+        reading the metadata or rewriting the file as a whole.
+        """
+        return None
+
+    def check_document(self, doc: pymupdf.Document, params: Any, env: ToolEnv | None) -> None:
+        """Checks of an opened document against the params, run at job creation and again when running."""
+        from converters.inputs.pages import page_groups
+
+        spec = self.page_spec(params)
+        if spec is not None:
+            page_groups(spec, doc.page_count)
+        self.check_page_limit(doc, params, env)
+
+    def check_page_limit(self, doc: pymupdf.Document, params: Any, env: ToolEnv | None) -> None:
+        """Refuse (``input_too_large``) a job that would go through more pages than the limit."""
+        worked = self.pages_worked(doc, params)
+        limit = page_limit(env)
+        if worked is not None and worked > limit:
+            raise ConversionError(
+                "input_too_large",
+                f"The job would go through {worked:,} of the PDF's {doc.page_count:,} pages; the limit is "
+                f"{limit:,} page{'s' if limit != 1 else ''}. Take a part out first with pdf-split by ranges.",
+            )
+
+    def precheck(self, inputs: Sequence[InputFile], params: Any, env: ToolEnv | None = None) -> None:
+        for source in inputs:
+            if source.format != "pdf" or source.path.stat().st_size > PRECHECK_MAX_BYTES:
+                continue
+            doc = open_pdf(source.path, allow_encrypted=self.allow_encrypted)
+            try:
+                if not doc.needs_pass:
+                    self.check_document(doc, params, env)
+            finally:
+                doc.close()
+
+    def open_checked(self, ctx: Context, source: InputFile) -> pymupdf.Document:
+        """Open ``source`` and run :meth:`check_document` on it (the job may have skipped the precheck)."""
+        doc = open_pdf(source.path, allow_encrypted=self.allow_encrypted)
+        if doc.is_repaired:
+            ctx.notes.append(f"{source.name}: the file was damaged and has been repaired; check the result.")
+        if not doc.needs_pass:
+            try:
+                self.check_document(doc, ctx.params, ctx.env)
+            except BaseException:
+                doc.close()
+                raise
+        return doc
+

@@ -1,0 +1,360 @@
+"""The ``filekiln`` command line: the desktop app, the server, workers, keys, tools, models and local conversions."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from localapi import __version__
+from localapi.config import DEFAULT_PORT, Settings, is_loopback_host, load_settings
+from localapi.logs import setup_logging
+
+
+def build_parser() -> argparse.ArgumentParser:
+    data_dir_help = "where FileKiln keeps its database and files (env FILEKILN_DATA_DIR)"
+    parser = argparse.ArgumentParser(prog="filekiln", description="Convert, compress and transform files locally.")
+    parser.add_argument("--data-dir", type=Path, default=None, help=data_dir_help)
+    # accepted after the subcommand too; SUPPRESS keeps it from resetting a value given before it
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", type=Path, default=argparse.SUPPRESS, help=data_dir_help)
+    parser.add_argument("--version", action="version", version=f"FileKiln {__version__}")
+    sub = parser.add_subparsers(dest="command")
+
+    sub.add_parser("gui", parents=[common], help="the desktop app (the default)")
+
+    serve = sub.add_parser("serve", parents=[common], help="the /v1 API plus embedded workers")
+    serve.add_argument("--host", default=None, help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help=f"port (default {DEFAULT_PORT})")
+    serve.add_argument("--workers", type=int, default=None, help="parallel jobs (default 2; 0: API only)")
+
+    worker = sub.add_parser("worker", parents=[common], help="workers only, on the same data dir")
+    worker.add_argument("--workers", type=int, default=None)
+
+    keys = sub.add_parser("keys", parents=[common], help="create, list and revoke API keys")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+    create = keys_sub.add_parser("create", parents=[common])
+    create.add_argument("--name", required=True)
+    create.add_argument("--daily-quota", type=int, default=None)
+    create.add_argument("--json", action="store_true")
+    listing = keys_sub.add_parser("list", parents=[common])
+    listing.add_argument("--json", action="store_true")
+    revoke = keys_sub.add_parser("revoke", parents=[common])
+    revoke.add_argument("id")
+
+    models = sub.add_parser("models", parents=[common], help="list, download and import models")
+    models_sub = models.add_subparsers(dest="models_command", required=True)
+    models_list = models_sub.add_parser("list", parents=[common])
+    models_list.add_argument("--json", action="store_true")
+    fetch = models_sub.add_parser("download", parents=[common], help="download from the official source")
+    fetch.add_argument("name", help="u2netp, isnet-general-use, tessdata-<lang>, whisper-<size>")
+    imported = models_sub.add_parser("import", parents=[common], help="copy a model file you already have")
+    imported.add_argument("path", type=Path)
+    imported.add_argument("--kind", required=True, choices=["tessdata", "whisper", "background", "llm"])
+    imported.add_argument("--name", default=None)
+
+    tools = sub.add_parser("tools", parents=[common], help="list the tools; disable or enable one")
+    tools.add_argument("--category", default=None)
+    tools.add_argument("--json", action="store_true")
+    tools_sub = tools.add_subparsers(dest="tools_command")
+    for verb, what in (("disable", "refuse new jobs of a tool (503 tool_disabled)"), ("enable", "allow it again")):
+        switch = tools_sub.add_parser(verb, parents=[common], help=what)
+        switch.add_argument("id")
+
+    convert = sub.add_parser("convert", parents=[common], help="convert files here, without a server")
+    convert.add_argument("files", nargs="+", type=Path)
+    convert.add_argument("--tool", required=True)
+    convert.add_argument("--to", dest="output_format", default=None)
+    convert.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    convert.add_argument("--out", type=Path, default=Path("."))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    command = args.command or "gui"
+    overrides: dict[str, Any] = {k: getattr(args, k, None) for k in ("host", "port", "workers")}
+    settings = load_settings(args.data_dir, **overrides)
+    if command == "gui":
+        return cmd_gui(settings)
+    handlers: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
+        "serve": cmd_serve, "worker": cmd_worker, "keys": cmd_keys, "tools": cmd_tools, "convert": cmd_convert,
+        "models": cmd_models,
+    }
+    return handlers[command](args, settings)
+
+
+def cmd_gui(settings: Settings) -> int:
+    try:
+        from desktop.app import run
+    except ImportError as exc:  # a server build without Qt
+        print(f"The desktop app is not part of this installation ({exc}); use 'filekiln serve'.", file=sys.stderr)
+        return 2
+    return run(settings)
+
+
+def open_service(settings: Settings) -> Any:
+    from localapi.core.service import Service
+
+    return Service.open(settings)
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
+    from localapi.http.app import create_app
+
+    setup_logging(settings)
+    log = logging.getLogger("filekiln")
+    if not is_loopback_host(settings.host):
+        log.warning("binding to %s: FileKiln is reachable from other machines; keys are required on every call",
+                    settings.host)
+    service = open_service(settings)
+    if settings.workers > 0:  # --workers 0: API only, with `filekiln worker` processes doing the jobs
+        service.start_workers()
+    config = uvicorn.Config(create_app(service), host=settings.host, port=settings.port,
+                            log_level=settings.log_level, access_log=True, timeout_graceful_shutdown=5,
+                            server_header=False, log_config=None)
+    server = uvicorn.Server(config)
+    print(f"FileKiln {__version__} serving {settings.base_url} (data in {settings.data_dir})", flush=True)
+    # uvicorn handles SIGINT/SIGTERM, then raises the signal again once it has stopped; with this
+    # handler in place, SIGTERM too ends in the clean shutdown below instead of killing the process
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        server.run()
+    except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it handled; the shutdown was clean
+        pass
+    finally:
+        service.close()
+        print("FileKiln stopped.", flush=True)
+    return 0 if server.started else 1
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    setup_logging(settings)
+    service = open_service(settings)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    service.start_workers()
+    print(f"FileKiln worker running on {settings.data_dir} ({settings.workers} workers)", flush=True)
+    stop.wait()
+    service.close()
+    print("FileKiln worker stopped.", flush=True)
+    return 0
+
+
+def _iso_text(ts: float | None) -> str | None:
+    from localapi.http.schemas import iso
+
+    moment = iso(ts)
+    return moment.isoformat() if moment else None
+
+
+def key_json(key: Any) -> dict[str, Any]:
+    return {"id": key.id, "name": key.name, "prefix": key.prefix,
+            "createdAt": _iso_text(key.created_at), "lastUsedAt": _iso_text(key.last_used_at),
+            "revokedAt": _iso_text(key.revoked_at),
+            "dailyJobQuota": key.daily_job_quota}
+
+
+def cmd_keys(args: argparse.Namespace, settings: Settings) -> int:
+    from localapi.core.db import Database
+    from localapi.core.keys import KeyService
+
+    keys = KeyService(Database(settings.data_dir / "filekiln.db"))
+    if args.keys_command == "create":
+        key, secret = keys.create(args.name, args.daily_quota)
+        if args.json:
+            print(json.dumps({**key_json(key), "secret": secret}))
+        else:
+            print(f"Created key {key.id} ({key.name}).\n\n    {secret}\n\n"
+                  "This secret is shown only once. Send it as 'X-API-Key: <secret>'.")
+        return 0
+    if args.keys_command == "list":
+        listed = keys.list()
+        if args.json:
+            print(json.dumps([key_json(k) for k in listed]))
+        else:
+            for k in listed:
+                status = "revoked" if k.revoked_at else "active"
+                quota = k.daily_job_quota if k.daily_job_quota is not None else "unlimited"
+                print(f"{k.id}  {k.prefix}…  {status:8}  quota {quota}  {k.name}")
+        return 0
+    try:
+        key = keys.revoke(args.id)
+    except KeyError:
+        print(f"No key {args.id}.", file=sys.stderr)
+        return 1
+    print(f"Revoked {key.id} ({key.name}).")
+    return 0
+
+
+def cmd_tools(args: argparse.Namespace, settings: Settings) -> int:
+    from localapi.http.schemas import ToolOut
+
+    service = open_service(settings)
+    if args.tools_command in ("disable", "enable"):
+        if service.catalogue.get(args.id) is None:
+            print(f"No tool {args.id!r}; see 'filekiln tools'.", file=sys.stderr)
+            return 2
+        service.switches.set_tool_disabled(args.id, args.tools_command == "disable")
+        print(f"{args.id} {args.tools_command}d.")
+        return 0
+    listed = [ToolOut.of(t, *service.switches.tool_status(t)) for t in service.catalogue.in_category(args.category)]
+    if args.json:
+        print(json.dumps([t.model_dump(mode="json") for t in listed]))
+    else:
+        for t in listed:
+            mark = "" if t.available else "  (unavailable)"
+            print(f"{t.category:13} {t.id:22} {', '.join(t.accepts)} -> {', '.join(t.produces)}{mark}")
+    return 0
+
+
+def cmd_models(args: argparse.Namespace, settings: Settings) -> int:
+    from converters.base import Cancelled, ConversionError
+    from converters.engines.modelfiles import REGISTRY, download, get_entry, import_model, is_installed
+
+    models_dir = settings.data_dir / "models"
+    try:
+        if args.models_command == "list":
+            listed = [{"name": e.name, "kind": e.kind, "title": e.title, "sizeBytes": e.size,
+                       "verified": e.verified, "installed": is_installed(e, models_dir)} for e in REGISTRY.values()]
+            if args.json:
+                print(json.dumps(listed))
+            else:
+                for m in listed:
+                    print(f"{m['name']:20} {'installed' if m['installed'] else '-':10} {m['title']}")
+                print("Also: tessdata-<language> (e.g. tessdata-deu), whisper-<size> (tiny, base, small ...).")
+            return 0
+        if args.models_command == "download":
+            entry = get_entry(args.name)
+            bar = ProgressBar(sys.stderr)
+            interrupted = threading.Event()
+            previous = signal.signal(signal.SIGINT, lambda *_: interrupted.set())
+            try:
+                paths = download(entry, models_dir, bar.update, interrupted.is_set)
+            finally:
+                signal.signal(signal.SIGINT, previous)
+            bar.finish(True)
+            for path in paths:
+                print(path)
+            return 0
+        print(import_model(args.path, models_dir, args.kind, args.name))
+        return 0
+    except Cancelled:
+        print("Stopped; run the same command again to resume.", file=sys.stderr)
+        return 1
+    except ConversionError as exc:
+        print(f"{exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+
+
+def parse_param(text: str) -> tuple[str, Any]:
+    key, sep, raw = text.partition("=")
+    if not sep or not key:
+        raise SystemExit(f"--param takes KEY=VALUE, not {text!r}")
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = raw
+    return key, value
+
+
+def cmd_convert(args: argparse.Namespace, settings: Settings) -> int:
+    """Convert local files in a child process, refused for the same reasons as a job through the API."""
+    from converters.base import InputFile, ToolEnv, free_name
+    from converters.catalogue import load_catalogue
+    from converters.inputs.sniff import sniff
+    from localapi.core.db import Database
+    from localapi.core.errors import ServiceError
+    from localapi.core.jobs.messages import InputSpec, JobSpec
+    from localapi.core.jobs.runner import run_supervised
+    from localapi.core.jobs.validation import check_input_file, check_request, precheck
+    from localapi.core.states import JobStatus
+    from localapi.core.switches import Switches
+
+    env = ToolEnv(models_dir=settings.data_dir / "models", settings=dict(settings.tools))
+    switches = Switches(Database(settings.data_dir / "filekiln.db"), env)
+    try:
+        tool, model, fmt = check_request(load_catalogue(), switches, args.tool,
+                                         dict(parse_param(p) for p in args.param), args.output_format,
+                                         len(args.files))
+        inputs = []
+        for path in args.files:
+            if not path.is_file():
+                print(f"No file {path}.", file=sys.stderr)
+                return 2
+            kind = sniff(path, path.name)
+            check_input_file(tool, path.name, kind, path.stat().st_size)
+            inputs.append(InputFile(path.resolve(), kind or "", path.name))
+        precheck(tool, model, inputs, env)
+    except ServiceError as exc:
+        details = "".join(f"\n  {field}: {'; '.join(msgs)}" for field, msgs in (exc.errors or {}).items())
+        print(f"{exc.code}: {exc.detail}{details}", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="filekiln-") as tmp:
+        out_dir = Path(tmp) / "out"
+        out_dir.mkdir()
+        spec = JobSpec(tool=tool.id, inputs=[InputSpec(str(i.path), i.format, i.name) for i in inputs],
+                       params=model.model_dump(mode="json", by_alias=True, exclude_unset=True),
+                       output_format=fmt, out_dir=str(out_dir), models_dir=str(env.models_dir),
+                       settings=dict(env.settings), memory_limit_mb=settings.job_memory_limit_mb)
+        bar = ProgressBar(sys.stderr)
+        interrupted = threading.Event()
+        previous = signal.signal(signal.SIGINT, lambda *_: interrupted.set())
+        try:
+            outcome = run_supervised(spec, log_path=Path(tmp) / "child.log",
+                                     timeout=settings.tool_timeouts.get(tool.id, tool.timeout_seconds),
+                                     on_progress=bar.update, should_cancel=interrupted.is_set)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        bar.finish(outcome.status == JobStatus.DONE)
+        if outcome.status != JobStatus.DONE:
+            message = outcome.message or "canceled"
+            print(f"{tool.id} failed: {message} ({outcome.error_code or 'canceled'})", file=sys.stderr)
+            return 1
+        for note in outcome.notes:
+            print(f"note: {note}", file=sys.stderr)
+        for produced in sorted(out_dir.iterdir()):
+            target = free_name(args.out / produced.name)
+            shutil.move(str(produced), target)
+            print(target)
+    return 0
+
+
+class ProgressBar:
+    def __init__(self, stream: Any, width: int = 30) -> None:
+        self.stream = stream
+        self.width = width
+        self.started = time.monotonic()
+        self.last = -1
+
+    def update(self, fraction: float) -> None:
+        percent = int(fraction * 100)
+        if percent == self.last:
+            return
+        self.last = percent
+        filled = int(self.width * fraction)
+        self.stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {percent:3d}%")
+        self.stream.flush()
+
+    def finish(self, ok: bool) -> None:
+        if ok:
+            self.update(1.0)
+        self.stream.write(f"  {time.monotonic() - self.started:.1f}s\n")
+        self.stream.flush()

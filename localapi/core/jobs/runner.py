@@ -1,0 +1,294 @@
+"""Supervise one conversion in a child process: progress, cancel, timeout, kill."""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from converters.engines.procs import kill_tree
+from localapi.core.jobs.messages import Done, Failed, JobSpec, Progress, Reply, decode_reply
+from localapi.core.states import JobStatus
+
+log = logging.getLogger("filekiln.runner")
+
+CANCEL_CHECK_INTERVAL = 0.2
+
+
+def child_command() -> list[str]:
+    """How to start a conversion child, from a source tree or a frozen build."""
+    if getattr(sys, "frozen", False):
+        return [sys.executable, "_child"]
+    return [sys.executable, "-m", "localapi.core.jobs.child"]
+
+
+@dataclass
+class Outcome:
+    """How a conversion ended, as the worker records it: DONE, FAILED or CANCELED."""
+
+    status: JobStatus
+    error_code: str | None = None
+    message: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+MAX_JOBS_PER_CHILD = 50
+CLOSE_WAIT_SECONDS = 1.0  # after SIGKILL, how long a job's end waits for the process to be gone
+MAX_CHILD_RSS = 1024**3  # a child that grew past this is not given another job
+
+
+class Child:
+    """A conversion process and the reader of its reports. It may serve several jobs in a row."""
+
+    def __init__(self, log_path: Path) -> None:
+        self.log_path = log_path
+        with open(log_path, "ab") as log:
+            self.proc = subprocess.Popen(child_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                         start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.messages: queue.Queue[Reply | None] = queue.Queue()  # None: the child's stdout closed
+        self.jobs = 0
+        threading.Thread(target=self._read, daemon=True, name=f"child-{self.proc.pid}").start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            reply = decode_reply(line)
+            if reply is not None:  # anything else is stray output from an engine
+                self.messages.put(reply)
+        self.messages.put(None)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def send(self, spec: JobSpec) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(spec.encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # it died: the reader reports the end
+        self.jobs += 1
+
+    def reusable(self) -> bool:
+        if not self.alive() or self.jobs >= MAX_JOBS_PER_CHILD:
+            return False
+        try:
+            return bool(psutil.Process(self.pid).memory_info().rss < MAX_CHILD_RSS)
+        except psutil.NoSuchProcess:
+            return False
+
+    def stderr_tail(self, size: int = 2000) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(max(0, f.seek(0, os.SEEK_END) - size))
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        kill_tree(self.pid)
+        try:
+            self.proc.wait(timeout=CLOSE_WAIT_SECONDS)
+        except subprocess.TimeoutExpired:
+            # Killed, but the kernel has not finished tearing it down (a stalled disk, a starved CPU):
+            # the job's end is not held up for that; a thread reaps it when it is gone.
+            threading.Thread(target=self._release, daemon=True, name=f"reap-{self.pid}").start()
+            return
+        self._release()
+
+    def _release(self) -> None:
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                stream.close()
+        self.log_path.unlink(missing_ok=True)
+
+
+class ChildPool:
+    """Conversion processes started ahead of time and kept between small jobs.
+
+    A child spends most of its start-up importing Python and the engines; starting
+    it before the job arrives, and letting a healthy child take the next job
+    (up to ``MAX_JOBS_PER_CHILD``, while under ``MAX_CHILD_RSS``), takes that off
+    every job's latency. A child whose job was canceled, timed out or hit an
+    unexpected engine error is never reused.
+    """
+
+    def __init__(self, size: int, log_dir: Path) -> None:
+        self.size = size
+        self.log_dir = log_dir
+        self._idle: list[Child] = []
+        self._busy = 0  # children lent out to jobs
+        self._lock = threading.Lock()
+        self._closed = False
+        log_dir.mkdir(parents=True, exist_ok=True)
+        # Children die with the *thread* that started them (PR_SET_PDEATHSIG is per thread on Linux),
+        # so every pooled child is started by this one thread, which lives as long as the pool.
+        self._wanted = threading.Event()
+        self._spawner = threading.Thread(target=self._spawn_loop, daemon=True, name="child-pool")
+        self._spawner.start()
+
+    def new_child(self) -> Child:
+        return Child(self.log_dir / f"child-{time.monotonic_ns()}.log")
+
+    def _spawn_loop(self) -> None:
+        while True:
+            self._wanted.wait()
+            self._wanted.clear()
+            with self._lock:
+                if self._closed:
+                    return
+                while len(self._idle) + self._busy < self.size:
+                    self._idle.append(self.new_child())
+
+    def take(self) -> Child | None:
+        """A started child, or None when none is ready (the caller then starts its own)."""
+        taken = None
+        with self._lock:
+            while self._idle:
+                child = self._idle.pop(0)  # the oldest: the most likely to have finished warming up
+                if child.alive():
+                    taken = child
+                    break
+                child.close()
+            self._busy += 1  # a child the caller starts itself counts too
+        self.fill()
+        return taken
+
+    def give_back(self, child: Child | None) -> None:
+        """Return a lent child after its job (None: it was closed); a healthy one serves again."""
+        with self._lock:
+            self._busy = max(self._busy - 1, 0)
+            if child is not None and not self._closed and child.reusable():
+                self._idle.append(child)
+                return
+        if child is not None:
+            child.close()
+        self.fill()
+
+    def fill(self) -> None:
+        """Ask the spawner thread to top the pool up."""
+        self._wanted.set()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        self._wanted.set()
+        for child in idle:
+            child.close()
+
+
+def run_supervised(
+    spec: JobSpec,
+    *,
+    log_path: Path,
+    timeout: float,
+    on_progress: Callable[[float], None],
+    should_cancel: Callable[[], bool],
+    on_tick: Callable[[], None] = lambda: None,
+    pool: ChildPool | None = None,
+    on_start: Callable[[int], None] = lambda pid: None,
+) -> Outcome:
+    """Run ``spec`` in a child process and wait for its answer, reporting progress as it comes.
+
+    Without a pool the child is started here (from the calling thread, which outlives the job)
+    and its stderr goes to ``log_path``.
+    """
+    child = pool.take() if pool is not None else None
+    if child is None:
+        child = Child(log_path) if pool is None else pool.new_child()
+    on_start(child.pid)
+    child.send(spec)
+    outcome, reuse = _supervise(child, timeout, on_progress, should_cancel, on_tick)
+    if outcome.status == JobStatus.FAILED and outcome.error_code in ("engine_error", "engine_crashed"):
+        log.warning("conversion child %d failed (%s); its last output:\n%s", child.pid, outcome.message,
+                    child.stderr_tail())
+    if pool is None:
+        _finish(child)
+    elif reuse:
+        pool.give_back(child)
+    else:
+        child.close()
+        pool.give_back(None)
+    return outcome
+
+
+def _finish(child: Child) -> None:
+    """A child started for one job: tell it there is no more work and let it exit."""
+    if child.proc.stdin is not None:
+        try:
+            child.proc.stdin.close()
+        except OSError:
+            pass
+    try:
+        child.proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        kill_tree(child.pid)
+        child.proc.wait()
+    if child.proc.stdout is not None:
+        child.proc.stdout.close()
+
+
+def _supervise(child: Child, timeout: float, on_progress: Callable[[float], None],
+               should_cancel: Callable[[], bool], on_tick: Callable[[], None]) -> tuple[Outcome, bool]:
+    """Wait for the child's answer to one job: (outcome, whether the child may take another job)."""
+    deadline = time.monotonic() + timeout
+    next_check = 0.0
+    try:
+        while True:
+            try:
+                message = child.messages.get(timeout=CANCEL_CHECK_INTERVAL / 2)
+            except queue.Empty:
+                message = Progress(-1.0)  # nothing new: a tick
+            match message:
+                case None:
+                    return _died(child), False
+                case Progress(fraction) if fraction >= 0:
+                    on_progress(fraction)
+                case Done(notes):
+                    return Outcome(JobStatus.DONE, notes=notes), True
+                case Failed("canceled", _):
+                    return Outcome(JobStatus.CANCELED), False
+                case Failed(code, text):
+                    return Outcome(JobStatus.FAILED, code, text), code not in ("engine_error", "out_of_memory")
+            now = time.monotonic()
+            if now > deadline:
+                kill_tree(child.pid)
+                text = f"The conversion did not finish within {timeout:.0f} seconds."
+                return Outcome(JobStatus.FAILED, "timeout", text), False
+            if now >= next_check:
+                next_check = now + CANCEL_CHECK_INTERVAL
+                on_tick()
+                if should_cancel():
+                    kill_tree(child.pid)
+                    return Outcome(JobStatus.CANCELED), False
+    except BaseException:
+        kill_tree(child.pid)
+        raise
+
+
+def _died(child: Child) -> Outcome:
+    try:
+        code = child.proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        kill_tree(child.pid)
+        code = child.proc.wait()
+    if code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else "?"
+        return Outcome(JobStatus.FAILED, "engine_crashed", f"The conversion process was killed by signal {name}.")
+    return Outcome(JobStatus.FAILED, "engine_crashed", f"The conversion process exited unexpectedly (code {code}).")

@@ -1,0 +1,168 @@
+"""The API side of a job: validate and create it, read it, cancel and delete it.
+
+Every face (HTTP, desktop, CLI) goes through here; nothing here runs a conversion. The worker side
+(claim, run, record, recover) is :mod:`localapi.core.jobs.worker`. The job table is the source of truth.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from converters.base import InputFile, Tool
+from converters.catalogue import Catalogue
+from localapi.core.db import Database, new_id, now
+from localapi.core.errors import (
+    Conflict,
+    InvalidParams,
+    JobNotFinished,
+    JobNotFound,
+    QuotaExceeded,
+    ServiceError,
+    Unavailable,
+)
+from localapi.core.files import FileStore, StoredFile
+from localapi.core.jobs.records import Caller, Job, JobPage, Result, quota_headers
+from localapi.core.jobs.validation import check_input_file, check_request, precheck
+from localapi.core.keys import today
+from localapi.core.states import JobStatus
+from localapi.core.switches import Switches
+
+
+class JobService:
+    def __init__(self, db: Database, files: FileStore, catalogue: Catalogue, switches: Switches,
+                 enqueue: Callable[[str], None], data_dir: Path) -> None:
+        self.db = db
+        self.files = files
+        self.catalogue = catalogue
+        self.switches = switches
+        self.enqueue = enqueue
+        self.data_dir = data_dir
+
+    # ---- creation ----
+
+    def validate(self, caller: Caller, tool_id: str, input_file_ids: Sequence[str],
+                 params: dict[str, Any] | None, output_format: str | None) -> tuple[Tool, Any, str, list[StoredFile]]:
+        """Everything that can be said about a job before it is queued; raises ServiceError."""
+        if self.switches.maintenance:
+            raise Unavailable("FileKiln is in maintenance mode; try again later.", code="maintenance",
+                              headers={"Retry-After": "60"})
+        tool, model, fmt = check_request(self.catalogue, self.switches, tool_id, params, output_format,
+                                         len(input_file_ids))
+        stored: list[StoredFile] = []
+        for index, file_id in enumerate(input_file_ids):
+            try:
+                f = self.files.get(file_id, key_id=caller.key_id)
+            except ServiceError:
+                raise InvalidParams(f"Unknown input file {file_id!r}.", code="unknown_file", errors={
+                    f"inputFileIds.{index}": [f"no file {file_id!r}"]}) from None
+            check_input_file(tool, f.original_name, f.format, f.size_bytes)
+            stored.append(f)
+        inputs = [InputFile(self.files.path_of(f.id), f.format or "", f.original_name) for f in stored]
+        precheck(tool, model, inputs, self.switches.tool_env, self.data_dir)
+        return tool, model, fmt, stored
+
+    def create(self, caller: Caller, tool_id: str, input_file_ids: Sequence[str],
+               params: dict[str, Any] | None = None, output_format: str | None = None) -> Job:
+        tool, model, fmt, _ = self.validate(caller, tool_id, input_file_ids, params, output_format)
+        job_id = new_id("job")
+        t = now()
+        with self.db.transaction() as conn:
+            key = caller.key
+            if key is not None:
+                used_row = conn.execute("select jobs from usage where key_id = ? and day = ?",
+                                        (key.id, today())).fetchone()
+                used = used_row["jobs"] if used_row else 0
+                if key.daily_job_quota is not None and used >= key.daily_job_quota:
+                    raise QuotaExceeded(
+                        f"This key's daily quota of {key.daily_job_quota} jobs is used up; it resets at 00:00 UTC.",
+                        headers=quota_headers(key.daily_job_quota, used))
+                conn.execute("insert into usage (key_id, day, jobs) values (?, ?, 1) "
+                             "on conflict (key_id, day) do update set jobs = jobs + 1", (key.id, today()))
+            conn.execute(
+                "insert into jobs (id, key_id, tool, status, progress, output_format, params, input_file_ids,"
+                " created_at, updated_at) values (?, ?, ?, ?, 0, ?, ?, ?, ?, ?)",
+                (job_id, caller.key_id, tool.id, JobStatus.QUEUED, fmt,
+                 json.dumps(model.model_dump(mode="json", by_alias=True, exclude_unset=True)),
+                 json.dumps(list(input_file_ids)), t, t),
+            )
+        self.enqueue(job_id)
+        return self.get(job_id, Caller(any_owner=True))
+
+    # ---- reading ----
+
+    def get(self, job_id: str, caller: Caller) -> Job:
+        row = self.db.one("select * from jobs where id = ?", job_id)
+        if row is None or not caller.owns(row["key_id"]):
+            raise JobNotFound(f"No job {job_id!r}.")
+        return Job.from_row(row)
+
+    def page(self, caller: Caller, *, status: str | None = None, tool: str | None = None,
+             limit: int = 50, cursor: str | None = None, everyone: bool = False) -> JobPage:
+        """Newest first. ``cursor`` is the opaque value of a previous page's ``next_cursor``."""
+        where: list[str] = []
+        args: list[Any] = []
+        if not everyone:
+            where.append("key_id is ?")
+            args.append(caller.key_id)
+        if status:
+            where.append("status = ?")
+            args.append(status)
+        if tool:
+            where.append("tool = ?")
+            args.append(tool)
+        if cursor:
+            created_text, _, last_id = cursor.partition("~")
+            where.append("(created_at < ? or (created_at = ? and id < ?))")
+            created = float(created_text)
+            args.extend([created, created, last_id])
+        sql = "select * from jobs"
+        if where:
+            sql += " where " + " and ".join(where)
+        sql += " order by created_at desc, id desc limit ?"
+        rows = self.db.all(sql, *args, limit + 1)
+        items = [Job.from_row(r) for r in rows[:limit]]
+        next_cursor = f"{items[-1].created_at!r}~{items[-1].id}" if len(rows) > limit else None
+        return JobPage(items, next_cursor)
+
+    def result(self, job_id: str, caller: Caller) -> Result:
+        job = self.get(job_id, caller)
+        if job.status != JobStatus.DONE:
+            raise JobNotFinished(f"Job {job_id} is {job.status}, not DONE.", headers={"Retry-After": "1"})
+        files = [self.files.get(fid, any_owner=True) for fid in job.result_file_ids]
+        bundle = self.files.get(job.bundle_file_id, any_owner=True) if job.bundle_file_id else None
+        return Result(job, files, bundle)
+
+    # ---- changes ----
+
+    def cancel(self, job_id: str, caller: Caller) -> Job:
+        """Cancel a QUEUED or PROCESSING job. A running job's supervisor sees the status within 0.2 s,
+        kills the child and removes its output."""
+        job = self.get(job_id, caller)
+        changed = self.db.execute(
+            "update jobs set status = ?, finished_at = ?, updated_at = ?, error_code = 'canceled',"
+            " error_message = 'Canceled on request.' where id = ? and status in (?, ?)",
+            JobStatus.CANCELED, now(), now(), job.id, JobStatus.QUEUED, JobStatus.PROCESSING)
+        if not changed:
+            raise Conflict(f"Job {job_id} is already {self.get(job_id, caller).status}.", code="job_finished")
+        return self.get(job_id, caller)
+
+    def delete(self, job_id: str, caller: Caller) -> None:
+        job = self.get(job_id, caller)
+        if not job.status.finished:
+            try:
+                self.cancel(job_id, caller)
+            except Conflict:
+                pass
+        job = self.get(job_id, caller)
+        self.db.execute("delete from jobs where id = ?", job.id)
+        for file_id in [*job.result_file_ids, *([job.bundle_file_id] if job.bundle_file_id else [])]:
+            self.files.delete(file_id)
+
+    def inputs_in_use(self, file_id: str) -> bool:
+        row = self.db.one(
+            "select 1 from jobs where status in (?, ?) and input_file_ids like ? limit 1",
+            JobStatus.QUEUED, JobStatus.PROCESSING, f'%"{file_id}"%')
+        return row is not None

@@ -1,0 +1,330 @@
+"""The worker side of a job: claim it, run it supervised in a child process, record how it ended.
+
+Read :meth:`JobWorker.execute` top to bottom: every way a job can end is one branch there. The API
+side (create, read, cancel, delete) is :mod:`localapi.core.jobs.service`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import queue
+import shutil
+import socket
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from converters.base import ResidentEngine, Tool
+from converters.catalogue import Catalogue
+from localapi.core.db import Database, now
+from localapi.core.files import FileStore
+from localapi.core.jobs.messages import InputSpec, JobSpec
+from localapi.core.jobs.records import Job
+from localapi.core.jobs.runner import ChildPool, Outcome, run_supervised
+from localapi.core.states import JobStatus
+
+log = logging.getLogger("filekiln.worker")
+
+MAX_ATTEMPTS = 2  # a job interrupted by a dead worker is retried once
+STALE_HEARTBEAT = 60.0
+PROGRESS_WRITE_INTERVAL = 0.2
+
+
+def worker_identity() -> str:
+    proc = psutil.Process()
+    return f"{socket.gethostname()}:{proc.pid}:{proc.create_time():.3f}"
+
+
+def worker_is_dead(identity: str | None) -> bool:
+    if not identity:
+        return True
+    host, _, rest = identity.partition(":")
+    pid_text, _, created = rest.partition(":")
+    if host != socket.gethostname():
+        return False  # another machine: judged by its heartbeat only
+    try:
+        proc = psutil.Process(int(pid_text))
+        return f"{proc.create_time():.3f}" != created
+    except (psutil.NoSuchProcess, ValueError):
+        return True
+
+
+@dataclass
+class JobSettings:
+    jobs_dir: Path
+    models_dir: Path
+    tool_settings: dict[str, Any] = field(default_factory=dict)
+    memory_limit_mb: int = 0
+    tool_timeouts: dict[str, float] = field(default_factory=dict)
+
+
+class EngineSlots:
+    """Per-worker homes for the engines tools keep running between jobs (:class:`ResidentEngine`).
+
+    A worker thread borrows one slot set for each job; the job's engines find their instance there
+    and leave it running for the next job of that worker. A job that did not end cleanly may have
+    left its engine mid-task, so its slot's engines are stopped; all of them are when workers stop.
+    """
+
+    def __init__(self, base: Path, engines: list[ResidentEngine]) -> None:
+        self.base = base
+        self.engines = engines
+        self._free: queue.SimpleQueue[int] = queue.SimpleQueue()
+
+    def open(self, count: int) -> None:
+        self.close()
+        for n in range(count):
+            self._stop(n)  # what a crashed run left behind
+            self._free.put(n)
+
+    def close(self) -> None:
+        while True:
+            try:
+                self._stop(self._free.get_nowait())
+            except queue.Empty:
+                return
+
+    def dirs(self, n: int, tool: Tool) -> dict[str, str]:
+        return {e.name: str(self.base / e.name / f"slot-{n}") for e in tool.resident}
+
+    def borrow(self) -> int | None:
+        try:
+            return self._free.get_nowait()
+        except queue.Empty:
+            return None  # more jobs than slots (a direct call outside the worker pool): no resident engine
+
+    def give_back(self, n: int | None, tool: Tool | None, clean: bool) -> None:
+        if n is None:
+            return
+        if not clean and tool is not None:
+            for engine in tool.resident:
+                engine.stop(self.base / engine.name / f"slot-{n}")
+        self._free.put(n)
+
+    def _stop(self, n: int) -> None:
+        for engine in self.engines:
+            engine.stop(self.base / engine.name / f"slot-{n}")
+
+
+class JobWorker:
+    """Runs queued jobs: one call of :meth:`execute` per job id the queue hands a worker thread."""
+
+    def __init__(self, db: Database, files: FileStore, catalogue: Catalogue, settings: JobSettings,
+                 enqueue: Callable[[str], None], identity: str | None = None) -> None:
+        self.db = db
+        self.files = files
+        self.catalogue = catalogue
+        self.settings = settings
+        self.enqueue = enqueue
+        self.identity = identity or worker_identity()
+        self.children: ChildPool | None = None  # warm children, while workers run
+        engines = {e.name: e for tool in catalogue for e in tool.resident}
+        self.slots = EngineSlots(settings.models_dir.parent / "engines", list(engines.values()))
+        settings.jobs_dir.mkdir(parents=True, exist_ok=True)
+
+    # ---- lifecycle of the worker pool ----
+
+    def start(self, workers: int) -> None:
+        self.children = ChildPool(workers, self.settings.jobs_dir / "_children")
+        self.children.fill()
+        self.slots.open(workers)
+
+    def stop(self) -> None:
+        if self.children is not None:
+            self.children.close()
+            self.children = None
+        self.slots.close()
+
+    # ---- one job ----
+
+    def execute(self, job_id: str, stopping: Callable[[], bool] = lambda: False) -> JobStatus | None:
+        """Run a queued job to its end. Returns the final status, or None if another worker has it."""
+        if not self._claim(job_id):
+            return None
+        job = self._load(job_id)
+        tool = self.catalogue.get(job.tool)
+        work = self.settings.jobs_dir / job.id
+        shutil.rmtree(work, ignore_errors=True)
+        out_dir = work / "out"
+        out_dir.mkdir(parents=True)
+        try:
+            if tool is None:
+                outcome = Outcome(JobStatus.FAILED, "unknown_tool", f"The tool {job.tool} is no longer installed.")
+            else:
+                outcome = self._run(job, tool, out_dir, work / "child.log", stopping)
+            match outcome.status:
+                case JobStatus.DONE:
+                    return self._finish_done(job, out_dir, work, outcome.notes)
+                case JobStatus.CANCELED if stopping():  # the worker is shutting down: run it next time
+                    self._requeue(job.id, count_attempt=False)
+                    return JobStatus.QUEUED
+                case JobStatus.FAILED:
+                    self._finish(job.id, JobStatus.FAILED, outcome.error_code, outcome.message)
+                    return JobStatus.FAILED
+                case _:
+                    return JobStatus.CANCELED  # the status was already set by whoever canceled
+        except OSError as exc:
+            code = "disk_full" if getattr(exc, "errno", None) == 28 else "io_error"
+            self._finish(job.id, JobStatus.FAILED, code, f"Could not write the result: {exc.strerror or exc}.")
+            return JobStatus.FAILED
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def _claim(self, job_id: str) -> bool:
+        t = now()
+        return self.db.execute(
+            "update jobs set status = ?, started_at = ?, updated_at = ?, progress = 0, attempts = attempts + 1,"
+            " worker = ?, heartbeat_at = ? where id = ? and status = ?",
+            JobStatus.PROCESSING, t, t, self.identity, t, job_id, JobStatus.QUEUED) == 1
+
+    def _load(self, job_id: str) -> Job:
+        row = self.db.one("select * from jobs where id = ?", job_id)
+        assert row is not None  # just claimed; a delete cancels first, and a canceled job is not claimed
+        return Job.from_row(row)
+
+    def spec_for(self, job: Job, tool: Tool, out_dir: Path, slots: dict[str, str]) -> JobSpec:
+        inputs = []
+        for file_id in job.input_file_ids:
+            f = self.files.get(file_id, any_owner=True)
+            inputs.append(InputSpec(str(self.files.path_of(f.id)), f.format or "", f.original_name))
+        return JobSpec(tool=tool.id, inputs=inputs, params=job.params,
+                       output_format=job.output_format or tool.produces[0], out_dir=str(out_dir),
+                       models_dir=str(self.settings.models_dir), settings=dict(self.settings.tool_settings),
+                       slots=slots, memory_limit_mb=self.settings.memory_limit_mb)
+
+    def _run(self, job: Job, tool: Tool, out_dir: Path, log_path: Path, stopping: Callable[[], bool]) -> Outcome:
+        slot = self.slots.borrow() if tool.resident else None
+        outcome = Outcome(JobStatus.FAILED)
+        try:
+            spec = self.spec_for(job, tool, out_dir, self.slots.dirs(slot, tool) if slot is not None else {})
+            outcome = self._supervise(job, tool, spec, log_path, stopping)
+        finally:
+            self.slots.give_back(slot, tool, clean=outcome.status == JobStatus.DONE)
+        names = {i.path: i.name for i in spec.inputs}
+        return dataclasses.replace(
+            outcome, message=self.public(outcome.message, names) if outcome.message else outcome.message,
+            notes=[self.public(note, names) for note in outcome.notes])
+
+    def _supervise(self, job: Job, tool: Tool, spec: JobSpec, log_path: Path,
+                   stopping: Callable[[], bool]) -> Outcome:
+        state = {"progress": 0, "written": 0.0}
+
+        def on_progress(fraction: float) -> None:
+            value = max(state["progress"], min(99, 1 + int(fraction * 98)))
+            if value != state["progress"]:
+                state["progress"] = value
+                t = now()
+                if t - state["written"] >= PROGRESS_WRITE_INTERVAL or value == 99:
+                    state["written"] = t
+                    self.db.execute("update jobs set progress = ?, updated_at = ?, heartbeat_at = ?"
+                                    " where id = ? and status = ?", value, t, t, job.id, JobStatus.PROCESSING)
+
+        def should_cancel() -> bool:
+            if stopping():
+                return True
+            row = self.db.one("select status from jobs where id = ?", job.id)
+            return row is None or row["status"] != JobStatus.PROCESSING
+
+        def heartbeat() -> None:
+            t = now()
+            self.db.execute("update jobs set heartbeat_at = ?, progress = max(progress, ?) where id = ? and status = ?",
+                            t, state["progress"], job.id, JobStatus.PROCESSING)
+
+        on_progress(0.0)
+        return run_supervised(spec, log_path=log_path,
+                              timeout=self.settings.tool_timeouts.get(tool.id, tool.timeout_seconds),
+                              on_progress=on_progress, should_cancel=should_cancel, on_tick=heartbeat,
+                              pool=self.children, on_start=lambda pid: self._record_child(job.id, pid))
+
+    def _record_child(self, job_id: str, pid: int) -> None:
+        self.db.execute("update jobs set child_pid = ? where id = ?", pid, job_id)
+
+    def public(self, text: str, names: dict[str, str]) -> str:
+        """An engine's words without the data dir's layout: stored inputs by their names, other paths elided."""
+        for path, name in names.items():
+            text = text.replace(path, name)
+        return text.replace(str(self.settings.jobs_dir.parent), "…")  # the data dir
+
+    def _finish_done(self, job: Job, out_dir: Path, work: Path, notes: list[str]) -> JobStatus:
+        outputs = sorted(p for p in out_dir.iterdir() if p.is_file())
+        if not outputs:
+            self._finish(job.id, JobStatus.FAILED, "no_output", "The tool finished without producing a file.")
+            return JobStatus.FAILED
+        bundle_path: Path | None = None
+        if len(outputs) > 1:
+            bundle_path = work / "bundle.zip"
+            with zipfile.ZipFile(bundle_path, "w", zipfile.ZIP_DEFLATED) as zf:
+                for p in outputs:
+                    zf.write(p, p.name)
+        stored = [self.files.add(p, p.name, key_id=job.key_id, kind="result", job_id=job.id) for p in outputs]
+        bundle = None
+        if bundle_path is not None:
+            stem = Path(self.files.get(job.input_file_ids[0], any_owner=True).original_name).stem or "results"
+            bundle = self.files.add(bundle_path, f"{stem}-{job.tool}.zip", key_id=job.key_id, kind="bundle",
+                                    job_id=job.id, fmt="zip")
+        t = now()
+        changed = self.db.execute(
+            "update jobs set status = ?, progress = 100, result_file_ids = ?, bundle_file_id = ?, notes = ?,"
+            " finished_at = ?, updated_at = ? where id = ? and status = ?",
+            JobStatus.DONE, json.dumps([s.id for s in stored]), bundle.id if bundle else None, json.dumps(notes), t,
+            t, job.id, JobStatus.PROCESSING)
+        if not changed:  # canceled (or deleted) while the results were being stored
+            for s in [*stored, *([bundle] if bundle else [])]:
+                self.files.delete(s.id)
+            return JobStatus.CANCELED
+        return JobStatus.DONE
+
+    def _finish(self, job_id: str, status: JobStatus, code: str | None, message: str | None) -> None:
+        t = now()
+        self.db.execute(
+            "update jobs set status = ?, error_code = ?, error_message = ?, finished_at = ?, updated_at = ?"
+            " where id = ? and status = ?", status, code, message, t, t, job_id, JobStatus.PROCESSING)
+
+    def _requeue(self, job_id: str, *, count_attempt: bool) -> None:
+        self.db.execute(
+            "update jobs set status = ?, progress = 0, worker = null, updated_at = ?"
+            + ("" if count_attempt else ", attempts = max(attempts - 1, 0)")
+            + " where id = ? and status = ?", JobStatus.QUEUED, now(), job_id, JobStatus.PROCESSING)
+        self.enqueue(job_id)
+
+    # ---- recovery: what a dead worker left ----
+
+    def recover(self) -> dict[str, int]:
+        """Retry once, or fail, jobs whose worker died mid-run (same host and gone, or no heartbeat)."""
+        counts = {"retried": 0, "interrupted": 0}
+        t = now()
+        rows = self.db.all("select id, worker, heartbeat_at, attempts from jobs where status = ?",
+                           JobStatus.PROCESSING)
+        for row in rows:
+            stale = row["heartbeat_at"] is None or t - row["heartbeat_at"] > STALE_HEARTBEAT
+            if not (worker_is_dead(row["worker"]) or stale):
+                continue
+            if row["attempts"] < MAX_ATTEMPTS:
+                self._requeue(row["id"], count_attempt=True)
+                counts["retried"] += 1
+            else:
+                self._finish(row["id"], JobStatus.FAILED, "interrupted",
+                             "The worker running this job stopped unexpectedly, twice.")
+                counts["interrupted"] += 1
+            shutil.rmtree(self.settings.jobs_dir / row["id"], ignore_errors=True)
+        return counts
+
+    def requeue_all_queued(self) -> int:
+        rows = self.db.all("select id from jobs where status = ? order by created_at", JobStatus.QUEUED)
+        for row in rows:
+            self.enqueue(row["id"])
+        return len(rows)
+
+    def clean_work_dirs(self) -> None:
+        """Remove work dirs of jobs that are not running (leftovers of a crash)."""
+        running = {r["id"] for r in self.db.all("select id from jobs where status = ?", JobStatus.PROCESSING)}
+        for entry in os.scandir(self.settings.jobs_dir):
+            if entry.name not in running and entry.name != "_children":
+                shutil.rmtree(entry.path, ignore_errors=True)
