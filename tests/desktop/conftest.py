@@ -3,7 +3,6 @@ outside-world actions (clipboard, browser, dialogs, notifications) are recorded 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,9 +102,3 @@ def slow_pdf(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def wait_for(qtbot: QtBot, check: Callable[[], bool], timeout: float = 60) -> None:
     qtbot.waitUntil(check, timeout=int(timeout * 1000))
-
-
-def pump(qtbot: QtBot, seconds: float) -> None:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        qtbot.wait(20)
