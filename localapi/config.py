@@ -43,8 +43,10 @@ class Settings:
     strict_auth: bool = False
     download_ttl_seconds: int = 3600
     max_upload_bytes: int = 5 * 1000**3
-    rate_limit_per_second: float = 100.0
+    rate_limit_per_second: float = 100.0  # writes (POST, DELETE) per key or anonymous client
     rate_limit_burst: int = 500
+    read_rate_limit_per_second: float = 1000.0  # reads (GET, HEAD), in a bucket of their own
+    read_rate_limit_burst: int = 2000
     idempotency_hours: float = 24.0
     job_memory_limit_mb: int = 4096
     purge_interval_seconds: float = 600.0

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -74,13 +75,12 @@ def kill_tree(target: int | subprocess.Popen[Any], *, wait: float = 2.0) -> None
     """Kill a process, its process group and every descendant still alive, now; never raises.
 
     The group is signalled first: one system call ends the process and everything it started in its group
-    at once, even while the process is deep in the kernel (listing the descendants of such a process first,
-    through ``/proc``, can block for seconds on a loaded machine). A sweep then kills the stragglers that
-    left the group. ``wait`` bounds how long this waits for the victims to be gone (exited, not necessarily
-    reaped: an orphan is reaped by init whenever init gets to it).
+    at once, even while the process is deep in the kernel. Then a sweep kills the stragglers that left the
+    group and waits for the victims to be gone (exited, not necessarily reaped: an orphan is reaped by init
+    whenever init gets to it). The sweep reads ``/proc``, which can stall for seconds on a loaded machine
+    while a victim tears down a large address space, so it runs on a thread of its own and the caller waits
+    for it at most ``wait`` seconds: a job's end is never held up by it.
     """
-    import psutil
-
     pid = target if isinstance(target, int) else target.pid
     if os.name != "nt":
         try:
@@ -93,24 +93,33 @@ def kill_tree(target: int | subprocess.Popen[Any], *, wait: float = 2.0) -> None
             os.kill(pid, signal.SIGKILL)
         else:
             target.kill()
-    except (ProcessLookupError, PermissionError, OSError):
+    except OSError:
         pass
+    sweep = threading.Thread(target=_sweep, args=(pid, wait), daemon=True, name=f"sweep-{pid}")
+    sweep.start()
+    sweep.join(wait)
+    if not isinstance(target, int):
+        try:
+            target.wait(timeout=0.1)  # reap it now if it is gone; never hold the caller up for it
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def _sweep(pid: int, wait: float) -> None:
+    """Kill what is left of ``pid``'s tree (descendants in other groups) and wait for all of it to be gone."""
+    import psutil
+
     try:
         victims = [psutil.Process(pid)]
         victims.extend(victims[0].children(recursive=True))
     except psutil.Error:
-        victims = []
+        return
     for victim in victims[1:]:
         try:
             victim.kill()
         except psutil.Error:
             pass
     wait_gone(victims, timeout=wait)
-    if not isinstance(target, int):
-        try:
-            target.wait(timeout=0.1)  # reap it now if it is gone; never hold the caller up for it
-        except subprocess.TimeoutExpired:
-            pass
 
 
 def wait_gone(procs: Sequence[psutil.Process], timeout: float) -> None:

@@ -1,4 +1,8 @@
-"""A per-key token bucket, in memory (each server process limits its own traffic)."""
+"""Per-key token buckets, in memory (each server process limits its own traffic).
+
+Reads and writes have buckets of their own: a script polling its jobs' state never uses up the
+tokens it needs to upload and create the next job (see docs/api.md, "Rate limits").
+"""
 
 from __future__ import annotations
 
@@ -27,6 +31,20 @@ class RateLimiter:
                 return 0.0
             self._buckets[key] = (tokens, now)
             return (1.0 - tokens) / self.rate
+
+
+class RateLimits:
+    """A write bucket and a read bucket per caller."""
+
+    def __init__(self, writes: RateLimiter, reads: RateLimiter) -> None:
+        self.writes = writes
+        self.reads = reads
+
+    def take(self, caller: str, method: str) -> float:
+        """Take a token for one request; 0 when allowed, else the seconds to wait."""
+        if method in ("GET", "HEAD"):
+            return self.reads.take(caller)
+        return self.writes.take(caller)
 
 
 def retry_after(seconds: float) -> str:

@@ -22,7 +22,7 @@ from localapi.core.jobs import Caller, Job, JobService
 from localapi.core.jobs.worker import JobSettings, JobWorker
 from localapi.core.keys import KeyService
 from localapi.core.queue import JobQueue, WorkerPool
-from localapi.core.ratelimit import RateLimiter
+from localapi.core.ratelimit import RateLimiter, RateLimits
 from localapi.core.retention import purge_expired
 from localapi.core.signing import LinkSigner
 from localapi.core.switches import Switches
@@ -42,7 +42,7 @@ class Service:
     queue: JobQueue
     signer: LinkSigner
     idempotency: IdempotencyStore
-    limiter: RateLimiter
+    limiter: RateLimits
     catalogue: Catalogue
     pool: WorkerPool | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -67,7 +67,8 @@ class Service:
             worker=worker, queue=queue,
             signer=LinkSigner(bytes.fromhex(db.setting_once("signing_secret", secrets.token_hex(32)))),
             idempotency=IdempotencyStore(db, settings.idempotency_hours * 3600),
-            limiter=RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst),
+            limiter=RateLimits(RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst),
+                               RateLimiter(settings.read_rate_limit_per_second, settings.read_rate_limit_burst)),
             catalogue=catalogue,
         )
 

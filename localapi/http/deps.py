@@ -32,8 +32,8 @@ def _secret_from(x_api_key: str | None, authorization: str | None) -> str | None
     return None
 
 
-def _rate_limit(service: Service, bucket: str) -> None:
-    wait = service.limiter.take(bucket)
+def _rate_limit(service: Service, caller: str, request: Request) -> None:
+    wait = service.limiter.take(caller, request.method)
     if wait > 0:
         raise RateLimited("Too many requests for this key; slow down.", headers={"Retry-After": retry_after(wait)})
 
@@ -49,12 +49,12 @@ def optional_key(
     if secret is None:
         if service.settings.keys_everywhere:
             raise InvalidApiKey("Send an API key in X-API-Key or Authorization: Bearer.")
-        _rate_limit(service, f"anon:{request.client.host if request.client else '-'}")
+        _rate_limit(service, f"anon:{request.client.host if request.client else '-'}", request)
         return None
     key = service.keys.authenticate(secret)
     if key is None:
         raise InvalidApiKey("The API key is not valid or was revoked.")
-    _rate_limit(service, key.id)
+    _rate_limit(service, key.id, request)
     return key
 
 

@@ -1,0 +1,45 @@
+"""Rate limits: reads and writes have buckets of their own, so polling never starves job creation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Server, png_bytes, start_server, write_settings
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    data = tmp_path / "data"
+    data.mkdir()
+    # tight buckets so that the test reaches them quickly; both refill too slowly to matter within the test
+    write_settings(data, rate_limit_per_second=0.1, rate_limit_burst=5,
+                   read_rate_limit_per_second=0.1, read_rate_limit_burst=40)
+    srv = start_server(data, tmp_path / "server.log", "--workers", "0")
+    yield srv
+    srv.stop()
+
+
+def test_polling_does_not_use_up_the_write_bucket(server: Server) -> None:
+    key = server.create_key()
+    with server.client(key) as c:
+        file_id = c.post("/files", files={"file": ("a.png", png_bytes())}).json()["id"]
+        for _ in range(30):  # a script polling its file (and the health of the service)
+            assert c.get(f"/files/{file_id}").status_code == 200
+        # four more writes fit in the write bucket of five, whatever the reads did
+        for _ in range(4):
+            assert c.post("/jobs", json={"tool": "image-convert", "inputFileIds": [file_id],
+                                         "outputFormat": "webp"}).status_code == 201
+        refused = c.post("/jobs", json={"tool": "image-convert", "inputFileIds": [file_id]})
+    assert refused.status_code == 429 and refused.json()["code"] == "rate_limited"
+    assert int(refused.headers["Retry-After"]) >= 1
+
+
+def test_reads_have_a_limit_of_their_own(server: Server) -> None:
+    key = server.create_key()
+    with server.client(key) as c:
+        codes = [c.get("/tools/image-convert").status_code for _ in range(45)]
+        assert codes[:40] == [200] * 40 and set(codes[40:]) == {429}
+        assert c.post("/files", files={"file": ("a.txt", b"hello")}).status_code == 201  # writes untouched
