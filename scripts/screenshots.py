@@ -26,9 +26,9 @@ from PySide6.QtCore import QCoreApplication, QEventLoop, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication, QStyleFactory, QWidget  # noqa: E402
 
 from desktop.context import Desktop  # noqa: E402
+from desktop.controllers.api import find_free_port  # noqa: E402
 from desktop.icons import app_icon, file_icons  # noqa: E402
 from desktop.main_window import MainWindow  # noqa: E402
-from desktop.controllers.api import find_free_port  # noqa: E402
 from desktop.theme import apply_theme  # noqa: E402
 from desktop.views.shell import Shell  # noqa: E402
 from localapi.config import load_settings  # noqa: E402
