@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from converters.base import free_name
 from desktop.store.atomic import atomic_write_text, read_json
 
 # what to do when a file of the result's name is already in the folder
@@ -140,10 +141,4 @@ def resolve_target(folder: Path, name: str, policy: str, exists: Callable[[Path]
         return None
     if policy == "overwrite" and target.absolute() not in guarded:
         return target
-    stem, suffix = Path(name).stem, Path(name).suffix
-    n = 2
-    while True:
-        candidate = folder / f"{stem} ({n}){suffix}"
-        if not exists(candidate):
-            return candidate
-        n += 1
+    return free_name(target, exists, template="{stem} ({n}){suffix}")
