@@ -154,7 +154,8 @@ def wait_working(client: httpx.Client, job_id: str, at: int, timeout: float = 12
 
 def slot_offices(data_dir: Path) -> list[int]:
     """The soffice pids the worker slots keep between jobs (see tests/api/test_office_slots.py)."""
-    return [int(json.loads(state.read_text())["pid"]) for state in (data_dir / "office").glob("slot-*/state.json")]
+    states = (data_dir / "engines" / "office").glob("slot-*/state.json")
+    return [int(json.loads(state.read_text())["pid"]) for state in states]
 
 
 def process_tree(pids: list[int]) -> dict[int, str]:
