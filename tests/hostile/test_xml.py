@@ -32,7 +32,7 @@ import pytest
 
 from converters.base import ConversionError, InputFile
 from converters.inputs import safexml
-from converters.tools import ai_extract
+from converters.tools.ai import extract as ai_extract
 from converters.tools.documents.sheets import read_sheets
 from converters.tools.ebooks.meta import epub_info, fb2_info
 from tests.conftest import assert_problem, upload, wait_job

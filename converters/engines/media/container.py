@@ -8,7 +8,7 @@ top-level demuxer and for any nested one: ``protocol_whitelist=file`` and a
 ``format_whitelist`` of plain media containers. Text playlists are refused
 before FFmpeg sees them, and the chosen demuxer is checked again after opening.
 
-The decode/filter/encode loop lives in ``converters.media_pipeline``. PyAV is
+The decode/filter/encode loop lives in ``converters.engines.media.pipeline``. PyAV is
 imported inside functions only, so importing these modules stays cheap.
 """
 

@@ -5,7 +5,7 @@ instances, started on first need. Each has its own profile directory under the d
 own LibreOffice profile), seeded with settings that never run macros and never load linked content. A
 conversion holds its instance exclusively; the instance is restarted after ``office_max_conversions``
 conversions, after a failure, and after a conversion that hit its timeout (it is killed, process group and
-all). FileKiln talks to the instance through :mod:`converters.office_bridge`, run by a Python that has the
+all). FileKiln talks to the instance through :mod:`converters.engines.office.bridge`, run by a Python that has the
 ``uno`` module (LibreOffice's bundled one, or Debian's ``python3-uno``).
 
 Where no such Python exists, each conversion runs a fresh ``soffice --headless --convert-to`` with a

@@ -1,4 +1,4 @@
-"""ai-summarize and ai-translate: documents through a local language model (see :mod:`converters.llm`).
+"""ai-summarize and ai-translate: documents through a local language model (see :mod:`converters.engines.llm`).
 
 Documents longer than the model's context are cut at paragraph (then sentence) boundaries
 into chunks that fit. Summaries are map-reduce: each chunk is summarised, then the partial

@@ -1,9 +1,9 @@
 """Documents: office files, Markdown, HTML and friends to PDF, and between each other.
 
 Two engines. The embedded one, always there after ``pip install``: pandoc (``pypandoc-binary``) and Typst
-(``typst``) — see :mod:`converters.tools.documents_pandoc`. LibreOffice, when found, for layout fidelity
+(``typst``) — see :mod:`converters.engines.pandoc`. LibreOffice, when found, for layout fidelity
 on office formats and for the formats only it can read (doc, xls, ppt, ods, odp) — see
-:mod:`converters.office`.
+:mod:`converters.engines.office`.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ One pass decodes the input, cuts it to the trim window in a filter graph
 and encodes. When nothing asks for a change and the input already has the
 output's codec, packets are copied instead (lossless and fast).
 
-MP3 files are encoded by LAME through :mod:`converters.lame` (the system's
+MP3 files are encoded by LAME through :mod:`converters.engines.media.lame` (the system's
 libmp3lame, else the ``lameenc`` wheel; the LAME built into the ``av`` wheel needs
 up to four times the CPU for the same frames) and muxed by FFmpeg, which writes
 the ID3 tags and the LAME header.
@@ -275,7 +275,8 @@ LAME_CHUNK_BYTES = 256 * 1024  # PCM handed to LAME per call: fewer, larger call
 
 
 class LameEncoder(AudioEncoder):
-    """MP3 through LAME (:mod:`converters.lame`) from interleaved 16-bit PCM at the output rate and layout.
+    """MP3 through LAME (:mod:`converters.engines.media.lame`) from interleaved 16-bit PCM at the output rate
+    and layout.
 
     When the decoded frames already are that PCM and nothing is trimmed or turned up,
     they go to LAME as they are; otherwise the filter graph converts them. LAME's byte
