@@ -207,7 +207,7 @@ def test_purged_result_is_410(server: Server, client: httpx.Client) -> None:
 def test_rate_limit_gives_429_with_retry_after(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()
-    write_settings(data, rate_limit_per_second=0.5, rate_limit_burst=3)
+    write_settings(data, read_rate_limit_per_second=0.5, read_rate_limit_burst=3)
     srv = start_server(data, tmp_path / "log")
     try:
         with srv.client(srv.create_key()) as c:
