@@ -1,47 +1,70 @@
-"""Icons drawn in code (crisp at every scale factor, nothing to bundle), and file-type icons."""
+"""FileKiln's app icon, loaded from resources/icons, and the platform's file-type icons."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QFileInfo, QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QIcon, QPainter, QPainterPath, QPixmap
+from PySide6.QtCore import QFileInfo, QRectF, QSize, Qt
+from PySide6.QtGui import QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import QFileIconProvider
 
 from desktop.models.files import FileEntry
+from desktop.resources import resource
+
+if TYPE_CHECKING:
+    from PySide6.QtSvg import QSvgRenderer
+
+# the sizes the icon is rendered at (and the PNGs packaging/make_icons.py --resources writes next to the SVG)
+APP_ICON_SIZES = (16, 24, 32, 48, 64, 128, 256)
 
 
-def _kiln(size: int) -> QPixmap:
+def app_icon_svg() -> Path:
+    """The icon's source, resources/icons/filekiln.svg."""
+    return resource("icons", "filekiln.svg")
+
+
+def app_icon_png(size: int) -> Path:
+    """The icon rendered at ``size`` px, resources/icons/filekiln-<size>.png."""
+    return resource("icons", f"filekiln-{size}.png")
+
+
+def _svg_renderer(path: Path) -> QSvgRenderer | None:
+    """A renderer of the SVG file, or None when QtSvg is missing or the file is not there or not valid."""
+    try:
+        from PySide6.QtSvg import QSvgRenderer
+    except ImportError:  # a Qt without its SVG module: the PNGs do
+        return None
+    if not path.is_file():
+        return None
+    renderer = QSvgRenderer(str(path))
+    return renderer if renderer.isValid() else None
+
+
+def render_svg(renderer: QSvgRenderer, size: int) -> QPixmap:
     pixmap = QPixmap(size, size)
     pixmap.fill(Qt.GlobalColor.transparent)
-    p = QPainter(pixmap)
-    p.setRenderHint(QPainter.RenderHint.Antialiasing)
-    s = float(size)
-    body = QPainterPath()
-    body.moveTo(0.14 * s, 0.92 * s)
-    body.lineTo(0.14 * s, 0.45 * s)
-    body.quadTo(0.5 * s, 0.02 * s, 0.86 * s, 0.45 * s)
-    body.lineTo(0.86 * s, 0.92 * s)
-    body.closeSubpath()
-    p.setPen(Qt.PenStyle.NoPen)
-    p.setBrush(QColor("#8a3b12"))
-    p.drawPath(body)
-    p.setBrush(QColor("#2b1a10"))
-    p.drawRoundedRect(QRectF(0.32 * s, 0.55 * s, 0.36 * s, 0.37 * s), 0.06 * s, 0.06 * s)
-    flame = QPainterPath()
-    flame.moveTo(0.5 * s, 0.58 * s)
-    flame.cubicTo(QPointF(0.62 * s, 0.7 * s), QPointF(0.6 * s, 0.88 * s), QPointF(0.5 * s, 0.9 * s))
-    flame.cubicTo(QPointF(0.4 * s, 0.88 * s), QPointF(0.38 * s, 0.7 * s), QPointF(0.5 * s, 0.58 * s))
-    p.setBrush(QColor("#ffb224"))
-    p.drawPath(flame)
-    p.end()
+    painter = QPainter(pixmap)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    renderer.render(painter, QRectF(0, 0, size, size))
+    painter.end()
     return pixmap
 
 
 def app_icon() -> QIcon:
+    """The kiln, from resources/icons: the SVG rendered at each size (crisp at every size and scale factor), or
+    the PNGs made from it when Qt cannot render SVG. Null when neither is found."""
     icon = QIcon()
-    for size in (16, 24, 32, 48, 64, 128, 256):
-        icon.addPixmap(_kiln(size))
+    renderer = _svg_renderer(app_icon_svg())
+    if renderer is not None:
+        for size in APP_ICON_SIZES:
+            icon.addPixmap(render_svg(renderer, size))
+        return icon
+    for size in APP_ICON_SIZES:
+        png = app_icon_png(size)
+        if png.is_file():
+            icon.addFile(str(png), QSize(size, size))
     return icon
 
 

@@ -12,6 +12,9 @@ On Linux it leaves in dist/:
 - ``FileKiln-<version>-x86_64.AppImage`` too, only when ``appimagetool`` is on PATH (it is in neither PyPI nor
   Debian, so the default build does without it).
 
+The installer icons (``filekiln.png``, ``.ico``, ``.icns`` in build/icons) are made first by packaging/make_icons.py
+from ``resources/icons/filekiln.svg``; the spec bundles ``resources/`` itself, which the app loads its icon from.
+
 Figures (build time, sizes, top contributors) go to build/package-report.json and build/package-report.md.
 """
 
@@ -93,8 +96,10 @@ def make_appdir(app: Path) -> None:
     (app / "AppRun").chmod(0o755)
     desktop = (PACKAGING / "linux" / "filekiln.desktop").read_text().replace("@VERSION@", VERSION)
     (app / "filekiln.desktop").write_text(desktop)
-    icon = ROOT / "build" / "icons" / "filekiln.png"
-    if icon.is_file():
+    # packaging/make_icons.py renders it from resources/icons/filekiln.svg; the committed PNG when that failed
+    candidates = (ROOT / "build" / "icons" / "filekiln.png", ROOT / "resources" / "icons" / "filekiln-256.png")
+    icon = next((p for p in candidates if p.is_file()), None)
+    if icon is not None:
         shutil.copy2(icon, app / "filekiln.png")
         dir_icon = app / ".DirIcon"
         dir_icon.unlink(missing_ok=True)
