@@ -234,7 +234,7 @@ def test_resize_keeps_the_format_and_scales(samples: Path, tmp_path: Path, fmt: 
     assert output.suffix == f".{fmt}"
     with read(output, fmt) as image:
         expected = (round(width / 2), round(height / 2))
-        assert image.size == (max(expected),) * 2 if fmt == "ico" else expected
+        assert image.size == ((max(expected),) * 2 if fmt == "ico" else expected), (fmt, image.size, (width, height))
 
 
 @pytest.mark.parametrize(
