@@ -195,3 +195,77 @@ def assert_problem(response: httpx.Response, status: int, code: str) -> dict[str
     assert body["status"] == status and body["code"] == code, body
     assert body["title"] and body["detail"] and body["type"]
     return body
+
+
+# What a client can have sent past the limit before it sees the server's answer: the kernel's
+# socket buffers on both ends (a few MB each on loopback) and the upload's 1 MB write batch.
+IN_FLIGHT = 32 * 1024 * 1024
+
+
+@dataclass
+class StreamedUpload:
+    response: httpx.Response
+    sent: int  # body bytes the client had sent when the answer arrived
+    total: int  # body bytes it meant to send
+    finished: bool  # whether it got to the end of the body before the answer
+
+
+def stream_upload(server: Server, key: str, file_bytes: int, *, content_length: bool,
+                  query: str = "", block: int = 64 * 1024) -> StreamedUpload:
+    """Send a multipart upload of ``file_bytes`` over a raw socket, watching for the answer between blocks.
+
+    httpx only reads the response once the whole body is sent, and uvicorn drains what a
+    refused request still sends, so from httpx a server that refuses at the limit and one
+    that stores everything before refusing look the same. Here the client stops sending as
+    soon as an answer is there, and reports how far it had got.
+    """
+    import select
+
+    head = b'--b\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\n\r\n'
+    tail = b"\r\n--b--\r\n"
+    total = len(head) + file_bytes + len(tail)
+    framing = f"Content-Length: {total}" if content_length else "Transfer-Encoding: chunked"
+    request = (f"POST /v1/files{query} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nX-API-Key: {key}\r\n"
+               f"Content-Type: multipart/form-data; boundary=b\r\n{framing}\r\n\r\n").encode()
+
+    def frame(data: bytes) -> bytes:
+        return data if content_length else b"%x\r\n%s\r\n" % (len(data), data)
+
+    def body() -> Iterator[bytes]:
+        yield head
+        zeros = b"\x00" * block
+        left = file_bytes
+        while left:
+            yield zeros[: min(block, left)]
+            left -= min(block, left)
+        yield tail
+
+    sent, finished, received = 0, False, b""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=120) as sock:
+        sock.sendall(request)
+        try:
+            for piece in body():
+                if select.select([sock], [], [], 0)[0]:
+                    break
+                sock.sendall(frame(piece))
+                sent += len(piece)
+            else:
+                finished = True
+                if not content_length:
+                    sock.sendall(b"0\r\n\r\n")
+        except OSError:  # the server closed the connection on us: its answer is still to be read
+            pass
+        while b"\r\n\r\n" not in received:
+            chunk = sock.recv(65536)
+            assert chunk, f"connection closed without an answer after {sent} of {total} bytes"
+            received += chunk
+        head_bytes, _, content = received.partition(b"\r\n\r\n")
+        status_line, *header_lines = head_bytes.decode("latin-1").split("\r\n")
+        headers = [tuple(line.split(": ", 1)) for line in header_lines]
+        length = int(next(v for k, v in headers if k.lower() == "content-length"))
+        while len(content) < length:
+            chunk = sock.recv(65536)
+            assert chunk, "connection closed in the middle of the answer"
+            content += chunk
+    response = httpx.Response(int(status_line.split()[1]), headers=headers, content=content[:length])
+    return StreamedUpload(response, sent, total, finished)

@@ -11,11 +11,13 @@ import httpx
 from localapi.core.db import Database
 from localapi.core.signing import LinkSigner
 from tests.conftest import (
+    IN_FLIGHT,
     Server,
     assert_problem,
     image_pdf_bytes,
     png_bytes,
     start_server,
+    stream_upload,
     upload,
     wait_job,
     write_settings,
@@ -135,22 +137,21 @@ def test_content_not_accepted_by_tool_is_415(client: httpx.Client) -> None:
 def test_upload_over_global_limit_is_413_while_streaming(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()
-    write_settings(data, max_upload_bytes=1_000_000)
+    limit = 1_000_000
+    write_settings(data, max_upload_bytes=limit)
     srv = start_server(data, tmp_path / "log")
     try:
-        with srv.client(srv.create_key()) as c:
-            assert upload(c, "ok.bin", b"\x01" * 1_000_000)["sizeBytes"] == 1_000_000
-
-            def chunks() -> object:  # chunked: no Content-Length to refuse up front
-                yield b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"x.bin\"\r\n\r\n"
-                yield b"\x01" * 1_000_001
-                yield b"\r\n--b--\r\n"
-
-            r = c.post("/files", content=chunks(), headers={"Content-Type": "multipart/form-data; boundary=b"})
-            assert_problem(r, 413, "file_too_large")
-            r = c.post("/files", files={"file": ("x.bin", b"\x01" * 1_200_000)})  # with Content-Length
-            assert_problem(r, 413, "file_too_large")
+        key = srv.create_key()
+        with srv.client(key) as c:
+            assert upload(c, "ok.bin", b"\x01" * limit)["sizeBytes"] == limit
+            # its Content-Length is within the multipart allowance: the byte count is what answers
+            assert_problem(c.post("/files", files={"file": ("x.bin", b"\x01" * (limit + 1))}), 413, "file_too_large")
+        for content_length in (False, True):  # chunked, then declared up front
+            streamed = stream_upload(srv, key, 128 * limit, content_length=content_length)
+            assert_problem(streamed.response, 413, "file_too_large")
+            assert not streamed.finished and streamed.sent < limit + IN_FLIGHT, (streamed.sent, streamed.total)
             assert list((data / "files" / "tmp").iterdir()) == []
+        with srv.client(key) as c:
             assert c.get("/usage").status_code == 200  # still answering
     finally:
         srv.stop()

@@ -6,13 +6,12 @@ import io
 import threading
 import time
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.conftest import Server, assert_problem, png_bytes, upload, wait_job
+from tests.conftest import IN_FLIGHT, Server, assert_problem, png_bytes, stream_upload, upload, wait_job
 
 NASTY_NAMES = ["../../x.png", "/etc/passwd", "..\\..\\x.png", "a\x00b.png", "evil\r\nX-Injected: 1.png",
                "photo\u202egnp.exe", ".hidden.png"]
@@ -166,25 +165,17 @@ def test_purge_during_a_download_never_truncates_it(client: httpx.Client, server
     assert_problem(httpx.get(result["downloadUrl"]), 410, "file_expired")
 
 
-def test_one_byte_over_a_tools_limit_is_cut_off_while_streaming(client: httpx.Client, server: Server) -> None:
+def test_upload_far_over_a_tools_limit_is_cut_off_while_streaming(client: httpx.Client, server: Server,
+                                                                   api_key: str) -> None:
     tool = next(t for t in client.get("/tools").json() if t["id"] == "ai-remove-background")
     limit = int(tool["maxInputSizeBytes"])
     assert limit < 5 * 1000**3  # smaller than the global limit, so the tool's own limit is what answers
-
-    def over() -> Iterator[bytes]:  # chunked: no Content-Length to refuse up front
-        yield b'--b\r\nContent-Disposition: form-data; name="file"; filename="big.png"\r\n\r\n'
-        block = b"\x00" * (1024 * 1024)
-        sent = 0
-        while sent <= limit:
-            n = min(len(block), limit + 1 - sent)
-            yield block[:n]
-            sent += n
-        yield b"\r\n--b--\r\n"
-
-    r = client.post("/files", params={"tool": tool["id"]}, content=over(),
-                    headers={"Content-Type": "multipart/form-data; boundary=b"})
-    assert_problem(r, 413, "file_too_large")
-    assert list((server.data_dir / "files" / "tmp").iterdir()) == []
+    for content_length in (False, True):  # chunked, then declared up front
+        streamed = stream_upload(server, api_key, 3 * limit, content_length=content_length,
+                                 query=f"?tool={tool['id']}")
+        assert_problem(streamed.response, 413, "file_too_large")
+        assert not streamed.finished and streamed.sent < limit + IN_FLIGHT, (streamed.sent, streamed.total)
+        assert list((server.data_dir / "files" / "tmp").iterdir()) == []
     assert client.get("/usage").status_code == 200
 
 
