@@ -30,7 +30,8 @@ create table if not exists jobs (
     input_file_ids text not null, result_file_ids text not null default '[]',
     bundle_file_id text, error_code text, error_message text, notes text not null default '[]',
     created_at real not null, started_at real, finished_at real, updated_at real not null,
-    attempts integer not null default 0, worker text, heartbeat_at real, child_pid integer
+    attempts integer not null default 0, worker text, heartbeat_at real, child_pid integer,
+    webhook_url text
 );
 create index if not exists jobs_key_created on jobs (key_id, created_at, id);
 -- GET /jobs?status=...: the newest jobs in one state without scanning the others (10 000 queued, 1 failed)
@@ -47,7 +48,20 @@ create table if not exists idempotency (
     primary key (key_id, idem_key)
 );
 create table if not exists settings (name text primary key, value text not null);
+-- every change of a job, in order, with a snapshot of the job (localapi/core/jobs/events.py)
+create table if not exists job_events (
+    seq integer primary key autoincrement, job_id text not null, key_id text, type text not null,
+    job text not null, created_at real not null
+);
+create index if not exists job_events_job on job_events (job_id, seq);
+create index if not exists job_events_key on job_events (key_id, seq);
 """
+
+
+# columns added since a table was first released: a data dir made by an earlier FileKiln gains them at start
+COLUMNS_ADDED = (
+    ("jobs", "webhook_url", "text"),
+)
 
 
 def new_id(prefix: str) -> str:
@@ -64,7 +78,11 @@ class Database:
         self.path = path
         self._local = threading.local()
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.connect().executescript(SCHEMA)
+        conn = self.connect()
+        conn.executescript(SCHEMA)
+        for table, column, declaration in COLUMNS_ADDED:
+            if column not in {row["name"] for row in conn.execute(f"pragma table_info({table})")}:
+                conn.execute(f"alter table {table} add column {column} {declaration}")
 
     def connect(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from huey import SqliteHuey
-from huey.consumer import Consumer
+from huey.consumer import Consumer, Worker
 
 log = logging.getLogger("filekiln.queue")
 
@@ -30,6 +30,7 @@ class JobQueue:
     def __init__(self, path: Path) -> None:
         self.huey = SqliteHuey(name="filekiln", filename=str(path), results=False, utc=True, timeout=30)
         self.handler: Callable[[str], Any] = _no_handler
+        self.doorbell = Doorbell()
 
         @self.huey.task(name=TASK_NAME)  # type: ignore[untyped-decorator]
         def run_job(job_id: str) -> None:
@@ -39,6 +40,7 @@ class JobQueue:
 
     def enqueue(self, job_id: str) -> None:
         self._task(job_id)
+        self.doorbell.ring()  # an idle worker of this process takes it now, not at its next poll
 
     def pending(self) -> int:
         return int(self.huey.pending_count())
@@ -47,12 +49,59 @@ class JobQueue:
         self.huey.flush()
 
 
+class Doorbell:
+    """Wakes idle workers of this process when a job is enqueued here.
+
+    Huey's workers poll the queue; between polls an idle worker sleeps. Here it sleeps on this
+    doorbell instead, so a job created by the API, the CLI or the desktop in this process starts at
+    once. Jobs enqueued by another process (a second ``filekiln serve``) are still found by the poll.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._rung = 0
+
+    def ring(self) -> None:
+        with self._cond:
+            self._rung += 1
+            self._cond.notify_all()
+
+    def wait(self, seen: int, timeout: float) -> int:
+        """Sleep until rung after ``seen`` rings, or ``timeout``; return the rings so far."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._rung != seen, timeout=timeout)
+            return self._rung
+
+    @property
+    def rung(self) -> int:
+        with self._cond:
+            return self._rung
+
+
 def _no_handler(job_id: str) -> None:
     raise RuntimeError(f"no worker handler installed to run {job_id}")
 
 
+class _DoorbellWorker(Worker):  # type: ignore[misc]
+    """A Huey worker whose idle sleep ends when the doorbell rings (or the consumer stops)."""
+
+    doorbell: Doorbell
+
+    def loop(self, now: Any = None) -> None:
+        self._seen = self.doorbell.rung  # rings from here on are jobs this dequeue may not have seen
+        super().loop(now)
+
+    def sleep(self) -> None:
+        if not self.stop_flag.is_set():
+            self.doorbell.wait(self._seen, self.max_delay)
+
+
 class _QuietConsumer(Consumer):  # type: ignore[misc]
-    """A consumer that can run in a background thread: no signal handlers."""
+    """A consumer that can run in a background thread (no signal handlers), with doorbell workers."""
+
+    def __init__(self, huey: Any, doorbell: Doorbell, **kwargs: Any) -> None:
+        self.worker_class = type("Worker", (_DoorbellWorker,), {"doorbell": doorbell})
+        super().__init__(huey, **kwargs)
 
     def _set_signal_handlers(self) -> None:
         pass
@@ -67,7 +116,7 @@ class WorkerPool:
         self.stopping = threading.Event()
         # a short, flat polling delay: a job is picked up within ~poll_interval even after a quiet spell
         self.consumer = _QuietConsumer(
-            queue.huey, workers=max(1, workers), periodic=False, initial_delay=poll_interval,
+            queue.huey, queue.doorbell, workers=max(1, workers), periodic=False, initial_delay=poll_interval,
             backoff=1.0, max_delay=poll_interval, worker_type="thread", check_worker_health=True,
         )
         self._on_tick = on_tick
@@ -91,5 +140,6 @@ class WorkerPool:
     def stop(self, timeout: float = 15.0) -> None:
         """Stop taking jobs; running ones are killed and put back in the queue, not lost."""
         self.stopping.set()
+        self.queue.doorbell.ring()  # idle workers see the stop flag now
         self.consumer.shutdown_timeout = timeout
         self.consumer.stop(graceful=True)

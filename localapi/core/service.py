@@ -19,6 +19,7 @@ from localapi.core.db import Database
 from localapi.core.files import FileStore
 from localapi.core.idempotency import IdempotencyStore
 from localapi.core.jobs import Caller, Job, JobService
+from localapi.core.jobs.events import EventFeed
 from localapi.core.jobs.worker import JobSettings, JobWorker
 from localapi.core.keys import KeyService
 from localapi.core.queue import JobQueue, WorkerPool
@@ -39,6 +40,7 @@ class Service:
     switches: Switches
     jobs: JobService
     worker: JobWorker
+    events: EventFeed
     queue: JobQueue
     signer: LinkSigner
     idempotency: IdempotencyStore
@@ -56,14 +58,16 @@ class Service:
         files = FileStore(db, data / "files", settings.retention_days * 86400)
         catalogue = catalogue or load_catalogue()
         queue = JobQueue(data / "queue.db")
+        events = EventFeed(db)
         switches = Switches(db, ToolEnv(models_dir=data / "models", settings=dict(settings.tools)))
         worker = JobWorker(db, files, catalogue, JobSettings(
             jobs_dir=data / "jobs", models_dir=data / "models",
             tool_settings=dict(settings.tools), memory_limit_mb=settings.job_memory_limit_mb,
-            tool_timeouts=dict(settings.tool_timeouts)), enqueue=queue.enqueue)
+            tool_timeouts=dict(settings.tool_timeouts)), enqueue=queue.enqueue, events=events)
         return cls(
             settings=settings, db=db, files=files, keys=KeyService(db), switches=switches,
-            jobs=JobService(db, files, catalogue, switches, enqueue=queue.enqueue, data_dir=data),
+            jobs=JobService(db, files, catalogue, switches, enqueue=queue.enqueue, data_dir=data, events=events),
+            events=events,
             worker=worker, queue=queue,
             signer=LinkSigner(bytes.fromhex(db.setting_once("signing_secret", secrets.token_hex(32)))),
             idempotency=IdempotencyStore(db, settings.idempotency_hours * 3600),
@@ -158,4 +162,5 @@ class Service:
 
     def close(self) -> None:
         self.stop_workers()
+        self.events.stop()
         self.db.close()

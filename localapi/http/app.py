@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, FastAPI
@@ -12,7 +14,7 @@ from localapi.core.service import Service
 from localapi.http import problems
 from localapi.http.middleware import LocalOnlyMiddleware
 from localapi.http.problems import PROBLEM_MEDIA_TYPE
-from localapi.http.routes import downloads, files, jobs, system, tools
+from localapi.http.routes import downloads, events, files, jobs, system, tools
 
 DESCRIPTION = """FileKiln's local conversion API. Upload a file (`POST /files`), create a job
 (`POST /jobs`), poll it (`GET /jobs/{id}`) and fetch the signed download link
@@ -22,14 +24,20 @@ keys are made in the app's Keys panel or with `filekiln keys create`. Errors are
 
 
 def create_app(service: Service) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        service.events.start()  # waiting requests and event streams are woken by the feed
+        yield
+
     app = FastAPI(
+        lifespan=lifespan,
         title="FileKiln API", version=API_VERSION, description=DESCRIPTION,
         openapi_url="/v1/openapi.json", docs_url="/v1/docs", redoc_url=None,
         generate_unique_id_function=lambda route: route.name,  # operationId = the route function's name
     )
     app.state.service = service
     v1 = APIRouter(prefix="/v1")
-    for module in (tools, files, jobs, downloads, system):
+    for module in (tools, files, jobs, events, downloads, system):
         v1.include_router(module.router)
     app.include_router(v1)
     problems.install(app)

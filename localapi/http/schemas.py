@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from converters.base import Tool
+from localapi.core.jobs.records import Job
 from localapi.core.states import JobStatus
 
 
@@ -86,6 +87,15 @@ class JobOut(BaseModel):
     createdAt: datetime
     startedAt: datetime | None
     finishedAt: datetime | None
+
+    @classmethod
+    def of(cls, job: Job) -> JobOut:
+        return cls(
+            id=job.id, tool=job.tool, status=job.status, progress=job.progress, outputFormat=job.output_format,
+            errorMessage=job.error_message, errorCode=job.error_code, inputFileIds=job.input_file_ids,
+            params=job.params, notes=job.notes, createdAt=iso(job.created_at),  # type: ignore[arg-type]
+            startedAt=iso(job.started_at), finishedAt=iso(job.finished_at),
+        )
 
 
 class JobPageOut(BaseModel):

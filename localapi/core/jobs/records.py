@@ -32,6 +32,7 @@ class Job:
     finished_at: float | None
     updated_at: float
     attempts: int
+    webhook_url: str | None = None  # where this job's own webhook deliveries go, if anywhere
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Job:
@@ -42,7 +43,7 @@ class Job:
             bundle_file_id=row["bundle_file_id"], error_code=row["error_code"],
             error_message=row["error_message"], notes=json.loads(row["notes"]), created_at=row["created_at"],
             started_at=row["started_at"], finished_at=row["finished_at"], updated_at=row["updated_at"],
-            attempts=row["attempts"],
+            attempts=row["attempts"], webhook_url=row["webhook_url"],
         )
 
 

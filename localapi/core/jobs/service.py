@@ -24,6 +24,7 @@ from localapi.core.errors import (
     Unavailable,
 )
 from localapi.core.files import FileStore, StoredFile
+from localapi.core.jobs.events import CREATED, TYPE_OF_STATUS, EventFeed, append
 from localapi.core.jobs.records import Caller, Job, JobPage, Result, quota_headers
 from localapi.core.jobs.validation import check_input_file, check_request, precheck
 from localapi.core.keys import today
@@ -33,8 +34,9 @@ from localapi.core.switches import Switches
 
 class JobService:
     def __init__(self, db: Database, files: FileStore, catalogue: Catalogue, switches: Switches,
-                 enqueue: Callable[[str], None], data_dir: Path) -> None:
+                 enqueue: Callable[[str], None], data_dir: Path, events: EventFeed) -> None:
         self.db = db
+        self.events = events
         self.files = files
         self.catalogue = catalogue
         self.switches = switches
@@ -65,11 +67,14 @@ class JobService:
         return tool, model, fmt, stored
 
     def create(self, caller: Caller, tool_id: str, input_file_ids: Sequence[str],
-               params: dict[str, Any] | None = None, output_format: str | None = None) -> Job:
+               params: dict[str, Any] | None = None, output_format: str | None = None,
+               webhook_url: str | None = None) -> Job:
+        """Validate and queue a job. ``webhook_url`` (checked by the caller against the allowed hosts)
+        receives this job's events besides the key's webhooks."""
         tool, model, fmt, _ = self.validate(caller, tool_id, input_file_ids, params, output_format)
         job_id = new_id("job")
         t = now()
-        with self.db.transaction() as conn:
+        with self.events.changing() as conn:
             key = caller.key
             if key is not None:
                 used_row = conn.execute("select jobs from usage where key_id = ? and day = ?",
@@ -83,11 +88,13 @@ class JobService:
                              "on conflict (key_id, day) do update set jobs = jobs + 1", (key.id, today()))
             conn.execute(
                 "insert into jobs (id, key_id, tool, status, progress, output_format, params, input_file_ids,"
-                " created_at, updated_at) values (?, ?, ?, ?, 0, ?, ?, ?, ?, ?)",
+                " created_at, updated_at, webhook_url) values (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)",
                 (job_id, caller.key_id, tool.id, JobStatus.QUEUED, fmt,
                  json.dumps(model.model_dump(mode="json", by_alias=True, exclude_unset=True)),
-                 json.dumps(list(input_file_ids)), t, t),
+                 json.dumps(list(input_file_ids)), t, t, webhook_url),
             )
+            append(conn, job_id, CREATED)
+            append(conn, job_id, TYPE_OF_STATUS[JobStatus.QUEUED])
         self.enqueue(job_id)
         return self.get(job_id, Caller(any_owner=True))
 
@@ -141,7 +148,8 @@ class JobService:
         """Cancel a QUEUED or PROCESSING job. A running job's supervisor sees the status within 0.2 s,
         kills the child and removes its output."""
         job = self.get(job_id, caller)
-        changed = self.db.execute(
+        changed = self.events.change(
+            job.id, TYPE_OF_STATUS[JobStatus.CANCELED],
             "update jobs set status = ?, finished_at = ?, updated_at = ?, error_code = 'canceled',"
             " error_message = 'Canceled on request.' where id = ? and status in (?, ?)",
             JobStatus.CANCELED, now(), now(), job.id, JobStatus.QUEUED, JobStatus.PROCESSING)
@@ -157,7 +165,9 @@ class JobService:
             except Conflict:
                 pass
         job = self.get(job_id, caller)
-        self.db.execute("delete from jobs where id = ?", job.id)
+        with self.db.transaction() as conn:
+            conn.execute("delete from jobs where id = ?", (job.id,))
+            conn.execute("delete from job_events where job_id = ?", (job.id,))
         for file_id in [*job.result_file_ids, *([job.bundle_file_id] if job.bundle_file_id else [])]:
             self.files.delete(file_id)
 

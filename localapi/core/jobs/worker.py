@@ -25,6 +25,7 @@ from converters.base import ResidentEngine, Tool
 from converters.catalogue import Catalogue
 from localapi.core.db import Database, now
 from localapi.core.files import FileStore
+from localapi.core.jobs.events import PROGRESS, TYPE_OF_STATUS, EventFeed
 from localapi.core.jobs.messages import InputSpec, JobSpec
 from localapi.core.jobs.records import Job
 from localapi.core.jobs.runner import ChildPool, Outcome, run_supervised
@@ -117,8 +118,9 @@ class JobWorker:
     """Runs queued jobs: one call of :meth:`execute` per job id the queue hands a worker thread."""
 
     def __init__(self, db: Database, files: FileStore, catalogue: Catalogue, settings: JobSettings,
-                 enqueue: Callable[[str], None], identity: str | None = None) -> None:
+                 enqueue: Callable[[str], None], events: EventFeed, identity: str | None = None) -> None:
         self.db = db
+        self.events = events
         self.files = files
         self.catalogue = catalogue
         self.settings = settings
@@ -179,7 +181,8 @@ class JobWorker:
 
     def _claim(self, job_id: str) -> bool:
         t = now()
-        return self.db.execute(
+        return self.events.change(
+            job_id, TYPE_OF_STATUS[JobStatus.PROCESSING],
             "update jobs set status = ?, started_at = ?, updated_at = ?, progress = 0, attempts = attempts + 1,"
             " worker = ?, heartbeat_at = ? where id = ? and status = ?",
             JobStatus.PROCESSING, t, t, self.identity, t, job_id, JobStatus.QUEUED) == 1
@@ -223,8 +226,9 @@ class JobWorker:
                 t = now()
                 if t - state["written"] >= PROGRESS_WRITE_INTERVAL or value == 99:
                     state["written"] = t
-                    self.db.execute("update jobs set progress = ?, updated_at = ?, heartbeat_at = ?"
-                                    " where id = ? and status = ?", value, t, t, job.id, JobStatus.PROCESSING)
+                    self.events.change(job.id, PROGRESS, "update jobs set progress = ?, updated_at = ?,"
+                                       " heartbeat_at = ? where id = ? and status = ?", value, t, t, job.id,
+                                       JobStatus.PROCESSING)
 
         def should_cancel() -> bool:
             if stopping():
@@ -270,7 +274,8 @@ class JobWorker:
             bundle = self.files.add(bundle_path, f"{stem}-{job.tool}.zip", key_id=job.key_id, kind="bundle",
                                     job_id=job.id, fmt="zip")
         t = now()
-        changed = self.db.execute(
+        changed = self.events.change(
+            job.id, TYPE_OF_STATUS[JobStatus.DONE],
             "update jobs set status = ?, progress = 100, result_file_ids = ?, bundle_file_id = ?, notes = ?,"
             " finished_at = ?, updated_at = ? where id = ? and status = ?",
             JobStatus.DONE, json.dumps([s.id for s in stored]), bundle.id if bundle else None, json.dumps(notes), t,
@@ -283,12 +288,14 @@ class JobWorker:
 
     def _finish(self, job_id: str, status: JobStatus, code: str | None, message: str | None) -> None:
         t = now()
-        self.db.execute(
+        self.events.change(
+            job_id, TYPE_OF_STATUS[status],
             "update jobs set status = ?, error_code = ?, error_message = ?, finished_at = ?, updated_at = ?"
             " where id = ? and status = ?", status, code, message, t, t, job_id, JobStatus.PROCESSING)
 
     def _requeue(self, job_id: str, *, count_attempt: bool) -> None:
-        self.db.execute(
+        self.events.change(
+            job_id, TYPE_OF_STATUS[JobStatus.QUEUED],
             "update jobs set status = ?, progress = 0, worker = null, updated_at = ?"
             + ("" if count_attempt else ", attempts = max(attempts - 1, 0)")
             + " where id = ? and status = ?", JobStatus.QUEUED, now(), job_id, JobStatus.PROCESSING)

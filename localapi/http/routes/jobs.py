@@ -1,15 +1,19 @@
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 
 from localapi.core.errors import InvalidParams, ServiceError
 from localapi.core.files import StoredFile
 from localapi.core.idempotency import request_hash
 from localapi.core.jobs import Caller, Job, quota_headers
+from localapi.core.jobs.events import TERMINAL_TYPES
+from localapi.core.keys import ApiKey
 from localapi.core.service import Service
 from localapi.core.states import JobStatus
 from localapi.http.deps import CallerDep, JobDep, KeyDep, OwnJobDep, ServiceDep
@@ -21,28 +25,59 @@ router = APIRouter(prefix="/jobs", tags=["jobs"])
 CURSOR_PATTERN = r"^[0-9]{1,12}(\.[0-9]{1,9})?~job_[0-9a-f]{32}$"  # strict: whatever matches, parses
 
 
+MAX_WAIT_SECONDS = 60.0
+WaitQuery = Annotated[float, Query(ge=0, description=(
+    "Answer as soon as the job is DONE, FAILED or CANCELED, or after this many seconds (at most 60; "
+    "more is taken as 60) with the job as it stands."))]
+
+
 def job_out(job: Job) -> JobOut:
-    return JobOut(
-        id=job.id, tool=job.tool, status=job.status,
-        progress=job.progress, outputFormat=job.output_format,
-        errorMessage=job.error_message, errorCode=job.error_code, inputFileIds=job.input_file_ids,
-        params=job.params, notes=job.notes, createdAt=iso(job.created_at),  # type: ignore[arg-type]
-        startedAt=iso(job.started_at), finishedAt=iso(job.finished_at),
-    )
+    return JobOut.of(job)
+
+
+async def wait_for_end(service: Service, job: Job, seconds: float) -> Job:
+    """``job`` once it has ended, or as it stands after ``seconds``; holds no thread while it waits."""
+    seconds = min(seconds, MAX_WAIT_SECONDS)
+    if seconds <= 0 or job.status.finished:
+        return job
+    listener = service.events.listen(job_id=job.id, types=TERMINAL_TYPES)
+    try:
+        current = await run_in_threadpool(service.jobs.get, job.id, Caller(any_owner=True))
+        if current.status.finished:
+            return current
+        try:
+            event = await asyncio.wait_for(listener.queue.get(), timeout=seconds)
+            return event.job
+        except TimeoutError:
+            return await run_in_threadpool(service.jobs.get, job.id, Caller(any_owner=True))
+    finally:
+        service.events.unlisten(listener)
 
 
 @router.post("", status_code=201, response_model=JobOut,
              responses=problems(400, 401, 402, 409, 413, 415, 422, 429, 503, 507))
-def create_job(body: JobCreate, request: Request, service: ServiceDep, key: KeyDep,
-               idempotency_key: Annotated[str | None, Header(max_length=255)] = None) -> Any:
+async def create_job(body: JobCreate, request: Request, service: ServiceDep, key: KeyDep,
+                     idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
+                     wait: WaitQuery = 0) -> Any:
     """Queue a job. With ``Idempotency-Key``, repeating the same request returns the first
-    response (``Idempotent-Replayed: true``) instead of making a second job."""
+    response (``Idempotent-Replayed: true``) instead of making a second job. With ``wait``, the
+    answer (still 201) comes when the job has ended or the wait ran out, with the job as it then is."""
+    status, payload, headers = await run_in_threadpool(_create, body, service, key, idempotency_key)
+    if wait > 0 and status == 201 and not headers.get("Idempotent-Replayed"):
+        job = await wait_for_end(service, await run_in_threadpool(service.jobs.get, payload["id"], Caller(key=key)),
+                                 wait)
+        payload = job_out(job).model_dump(mode="json")
+    return JSONResponse(payload, status_code=status, headers=headers)
+
+
+def _create(body: JobCreate, service: Service, key: ApiKey,
+            idempotency_key: str | None) -> tuple[int, dict[str, Any], dict[str, str]]:
     caller = Caller(key=key)
     req_hash = request_hash("POST /jobs", body.model_dump(mode="json"))
     if idempotency_key:
         replay = service.idempotency.begin(key.id, idempotency_key, req_hash)
         if replay is not None:
-            return JSONResponse(replay.body, status_code=replay.status_code, headers={"Idempotent-Replayed": "true"})
+            return replay.status_code, replay.body, {"Idempotent-Replayed": "true"}
     try:
         job = service.jobs.create(caller, body.tool, body.inputFileIds, body.params, body.outputFormat)
     except BaseException:
@@ -52,8 +87,7 @@ def create_job(body: JobCreate, request: Request, service: ServiceDep, key: KeyD
     payload = job_out(job).model_dump(mode="json")
     if idempotency_key:
         service.idempotency.complete(key.id, idempotency_key, 201, payload, req_hash)
-    headers = quota_headers(key.daily_job_quota, service.keys.jobs_today(key.id))
-    return JSONResponse(payload, status_code=201, headers=headers)
+    return 201, payload, quota_headers(key.daily_job_quota, service.keys.jobs_today(key.id))
 
 
 @router.get("", response_model=JobPageOut, responses=problems(400, 401, 422, 429))
@@ -74,9 +108,10 @@ def list_jobs(
 
 
 @router.get("/{id}", response_model=JobOut, responses=problems(401, 404, 429))
-def get_job(job: JobDep) -> JobOut:
-    """Poll this until ``status`` is DONE (or FAILED/CANCELED). Answers without a key."""
-    return job_out(job)
+async def get_job(job: JobDep, service: ServiceDep, wait: WaitQuery = 0) -> JobOut:
+    """The job as it stands. With ``wait``, the answer comes as soon as it is DONE, FAILED or
+    CANCELED (or when the wait runs out) instead of at once. Answers without a key."""
+    return job_out(await wait_for_end(service, job, wait))
 
 
 @router.post("/{id}/cancel", response_model=JobOut, responses=problems(401, 404, 409, 429))

@@ -1,0 +1,223 @@
+"""The event feed: every change of a job, in order, for waiting requests, SSE streams and webhooks.
+
+Each state change of a job appends a row to ``job_events`` in the same transaction as the change,
+with a snapshot of the job as it then was: no transition is lost, whatever process made it, and
+the row's ``seq`` is the event id clients resume from (``Last-Event-ID``).
+
+A :class:`EventFeed` in each process tails that table. A change made in this process wakes it at
+once (:meth:`EventFeed.notify`); a change made by another process (``filekiln worker``) is seen
+within ``poll_interval``. Listeners are asyncio queues (a waiting request or an SSE stream holds no
+thread and no database connection while it waits) or plain callables (the webhook outbox).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from localapi.core.db import Database, now
+from localapi.core.jobs.records import Job
+from localapi.core.states import JobStatus
+
+log = logging.getLogger("filekiln.events")
+
+CREATED = "job.created"  # once per job, before its first job.queued; for webhooks, not streamed
+PROGRESS = "job.progress"
+TYPE_OF_STATUS = {
+    JobStatus.QUEUED: "job.queued",
+    JobStatus.PROCESSING: "job.processing",
+    JobStatus.DONE: "job.done",
+    JobStatus.FAILED: "job.failed",
+    JobStatus.CANCELED: "job.canceled",
+}
+TERMINAL_TYPES = frozenset({"job.done", "job.failed", "job.canceled"})
+STREAMED_TYPES = frozenset({*TYPE_OF_STATUS.values(), PROGRESS})
+TAIL_BATCH = 500
+
+
+@dataclass(frozen=True)
+class JobEvent:
+    seq: int
+    type: str
+    job: Job
+    created_at: float
+
+    @property
+    def terminal(self) -> bool:
+        return self.type in TERMINAL_TYPES
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> JobEvent:
+        data = json.loads(row["job"])
+        data["status"] = JobStatus(data["status"])
+        return cls(seq=row["seq"], type=row["type"], job=Job(**data), created_at=row["created_at"])
+
+
+def append(conn: sqlite3.Connection, job_id: str, event_type: str) -> None:
+    """Record ``event_type`` for ``job_id`` with a snapshot of its row; call inside the changing transaction."""
+    row = conn.execute("select * from jobs where id = ?", (job_id,)).fetchone()
+    if row is None:
+        return
+    job = Job.from_row(row)
+    conn.execute("insert into job_events (job_id, key_id, type, job, created_at) values (?, ?, ?, ?, ?)",
+                 (job.id, job.key_id, event_type, json.dumps(dataclasses.asdict(job)), now()))
+
+
+class Listener:
+    """An asyncio queue of the events of one job, or of every job of one key (``job_id=None``)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, job_id: str | None, key_id: str | None,
+                 types: frozenset[str]) -> None:
+        self.loop = loop
+        self.job_id = job_id
+        self.key_id = key_id
+        self.types = types
+        self.queue: asyncio.Queue[JobEvent] = asyncio.Queue()
+
+    def wants(self, event: JobEvent) -> bool:
+        if event.type not in self.types:
+            return False
+        if self.job_id is not None:
+            return event.job.id == self.job_id
+        return event.job.key_id == self.key_id
+
+
+class EventFeed:
+    """Writes job events with their changes and tails them for this process's listeners."""
+
+    def __init__(self, db: Database, poll_interval: float = 0.1) -> None:
+        self.db = db
+        self.poll_interval = poll_interval
+        self._listeners: set[Listener] = set()
+        self._callbacks: list[Callable[[JobEvent], None]] = []
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        row = self.db.one("select max(seq) as seq from job_events")
+        self.last_seq: int = int(row["seq"] or 0) if row else 0
+
+    # ---- writing ----
+
+    @contextmanager
+    def changing(self) -> Iterator[sqlite3.Connection]:
+        """A transaction for a job change; the feed is woken once it commits."""
+        with self.db.transaction() as conn:
+            yield conn
+        self.notify()
+
+    def change(self, job_id: str, event_type: str, sql: str, *args: Any) -> int:
+        """Run one UPDATE of a job; when it changed the row, record ``event_type`` with it. Returns rows changed."""
+        with self.db.transaction() as conn:
+            changed = conn.execute(sql, args).rowcount
+            if changed:
+                append(conn, job_id, event_type)
+        if changed:
+            self.notify()
+        return int(changed)
+
+    def notify(self) -> None:
+        """A change was committed in this process: deliver it now rather than at the next poll."""
+        self._wake.set()
+
+    # ---- reading ----
+
+    def since(self, seq: int, *, job_id: str | None = None, key_id: str | None = None,
+              limit: int = TAIL_BATCH) -> list[JobEvent]:
+        """Recorded events after ``seq``, oldest first, of one job or of one key's jobs (or all)."""
+        where: list[str] = ["seq > ?"]
+        args: list[Any] = [seq]
+        if job_id is not None:
+            where.append("job_id = ?")
+            args.append(job_id)
+        elif key_id is not None:
+            where.append("key_id is ?")
+            args.append(key_id)
+        rows = self.db.all(f"select * from job_events where {' and '.join(where)} order by seq limit ?",
+                           *args, limit)
+        return [JobEvent.from_row(r) for r in rows]
+
+    def latest(self, job_id: str) -> JobEvent | None:
+        row = self.db.one("select * from job_events where job_id = ? order by seq desc limit 1", job_id)
+        return JobEvent.from_row(row) if row is not None else None
+
+    def listen(self, job_id: str | None = None, key_id: str | None = None,
+               types: frozenset[str] = STREAMED_TYPES) -> Listener:
+        """Start receiving live events on the running asyncio loop; pair with :meth:`unlisten`."""
+        listener = Listener(asyncio.get_running_loop(), job_id, key_id, types)
+        with self._lock:
+            self._listeners.add(listener)
+        return listener
+
+    def unlisten(self, listener: Listener) -> None:
+        with self._lock:
+            self._listeners.discard(listener)
+
+    def on_event(self, callback: Callable[[JobEvent], None]) -> None:
+        """Call ``callback`` (on the tailing thread) for every event from now on."""
+        with self._lock:
+            self._callbacks.append(callback)
+
+    @property
+    def listening(self) -> int:
+        with self._lock:
+            return len(self._listeners)
+
+    # ---- the tail ----
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._stopping.clear()
+            self._thread = threading.Thread(target=self._tail, daemon=True, name="filekiln-events")
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def _tail(self) -> None:
+        while not self._stopping.is_set():
+            self._wake.wait(self.poll_interval)
+            self._wake.clear()
+            try:
+                self.poll()
+            except Exception:
+                log.exception("reading the event feed failed")
+
+    def poll(self) -> int:
+        """Deliver every event recorded since the last poll; returns how many."""
+        delivered = 0
+        while True:
+            events = self.since(self.last_seq)
+            if not events:
+                return delivered
+            with self._lock:
+                listeners = list(self._listeners)
+                callbacks = list(self._callbacks)
+            for event in events:
+                for listener in listeners:
+                    if listener.wants(event):
+                        try:
+                            listener.loop.call_soon_threadsafe(listener.queue.put_nowait, event)
+                        except RuntimeError:  # its loop is closed: the request is gone
+                            self.unlisten(listener)
+                for callback in callbacks:
+                    try:
+                        callback(event)
+                    except Exception:
+                        log.exception("an event listener failed")
+            self.last_seq = events[-1].seq
+            delivered += len(events)
+            if len(events) < TAIL_BATCH:
+                return delivered

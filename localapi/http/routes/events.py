@@ -1,0 +1,132 @@
+"""Server-sent events: a job's changes as they happen, or every job of the calling key.
+
+Each event has ``id:`` (its place in the feed, for ``Last-Event-ID``), ``event:`` (``job.queued``,
+``job.processing``, ``job.progress``, ``job.done``, ``job.failed``, ``job.canceled``) and the Job as
+``data:``. Progress is coalesced to at most ``PROGRESS_PER_SECOND`` events a second per job, and what
+a client sees is always in order and, for one job, ends with its terminal event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Request
+from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from localapi.core.jobs import Caller
+from localapi.core.jobs.events import PROGRESS, STREAMED_TYPES, TYPE_OF_STATUS, JobEvent, Listener
+from localapi.core.service import Service
+from localapi.http.deps import JobDep, KeyDep, ServiceDep
+from localapi.http.problems import problems
+from localapi.http.schemas import JobOut
+
+router = APIRouter(tags=["events"])
+
+KEEP_ALIVE_SECONDS = 15.0
+PROGRESS_PER_SECOND = 10
+PROGRESS_INTERVAL = 1 / PROGRESS_PER_SECOND
+SSE_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+EVENT_STREAM: dict[int | str, dict[str, Any]] = {200: {"content": {"text/event-stream": {"schema": {"type": "string"}}},
+                      "description": "A stream of server-sent events; `data` is the Job as JSON."}}
+LastEventId = Annotated[str | None, Header(alias="Last-Event-ID", max_length=20, include_in_schema=False)]
+
+
+def frame(event: JobEvent) -> bytes:
+    data = json.dumps(JobOut.of(event.job).model_dump(mode="json"), separators=(",", ":"))
+    return f"id: {event.seq}\nevent: {event.type}\ndata: {data}\n\n".encode()
+
+
+def last_seq(header: str | None) -> int | None:
+    try:
+        return max(int(header), 0) if header is not None else None
+    except ValueError:
+        return None
+
+
+async def stream(service: Service, listener: Listener, backlog: list[JobEvent], request: Request,
+                 until_terminal: bool) -> AsyncIterator[bytes]:
+    """Send ``backlog``, then live events, coalescing progress; stop after a terminal one when asked."""
+    sent = 0  # the newest event sent: live events the backlog already had are skipped
+    last_progress: dict[str, float] = {}
+    held: dict[str, JobEvent] = {}  # the newest progress of a job, waiting for its turn
+    pending = list(backlog)
+    try:
+        yield b": connected\n\n"
+        while True:
+            for event in pending:
+                if event.seq and event.seq <= sent:
+                    continue
+                job_id = event.job.id
+                if event.type == PROGRESS and time.monotonic() - last_progress.get(job_id, 0.0) < PROGRESS_INTERVAL:
+                    held[job_id] = event
+                    continue
+                held.pop(job_id, None)  # sent now, or superseded by a change of state
+                if event.type == PROGRESS:
+                    last_progress[job_id] = time.monotonic()
+                sent = max(sent, event.seq)
+                yield frame(event)
+                if until_terminal and event.terminal:
+                    return
+            pending = []
+            timeout = KEEP_ALIVE_SECONDS if not held else PROGRESS_INTERVAL
+            try:
+                pending = [await asyncio.wait_for(listener.queue.get(), timeout=timeout)]
+                while not listener.queue.empty():
+                    pending.append(listener.queue.get_nowait())
+            except TimeoutError:
+                if held:
+                    pending, held = sorted(held.values(), key=lambda e: e.seq), {}
+                    for event in pending:
+                        last_progress[event.job.id] = 0.0
+                elif await request.is_disconnected():
+                    return
+                else:
+                    yield b": keep-alive\n\n"
+    finally:
+        service.events.unlisten(listener)
+
+
+@router.get("/jobs/{id}/events", response_class=StreamingResponse,
+            responses={**EVENT_STREAM, **problems(401, 404, 429)})
+async def job_events(job: JobDep, service: ServiceDep, request: Request,
+                     last_event_id: LastEventId = None) -> StreamingResponse:
+    """This job's changes as server-sent events, ending after its terminal event (DONE, FAILED,
+    CANCELED). Without ``Last-Event-ID`` the stream starts with the job as it stands; with it, every
+    change after that event is sent first. Answers without a key, like ``GET /jobs/{id}``."""
+    listener = service.events.listen(job_id=job.id)
+    after = last_seq(last_event_id)
+    if after is not None:
+        backlog = await run_in_threadpool(service.events.since, after, job_id=job.id)
+        backlog = [e for e in backlog if e.type in STREAMED_TYPES]
+    else:
+        backlog = [await run_in_threadpool(_now_event, service, job.id)]
+    return StreamingResponse(stream(service, listener, backlog, request, until_terminal=True),
+                             media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+def _now_event(service: Service, job_id: str) -> JobEvent:
+    """The job as it stands, as the event that made it so (the feed's latest for it, when still kept)."""
+    job = service.jobs.get(job_id, Caller(any_owner=True))
+    latest = service.events.latest(job_id)
+    seq = latest.seq if latest is not None and latest.job.status == job.status else 0
+    return JobEvent(seq=seq, type=TYPE_OF_STATUS[job.status], job=job, created_at=job.updated_at)
+
+
+@router.get("/events", response_class=StreamingResponse, responses={**EVENT_STREAM, **problems(401, 429)})
+async def key_events(service: ServiceDep, key: KeyDep, request: Request,
+                     last_event_id: LastEventId = None) -> StreamingResponse:
+    """Every change of every job of the calling key, as server-sent events, with a keep-alive comment
+    every 15 s. With ``Last-Event-ID``, the changes after that event are sent first."""
+    listener = service.events.listen(key_id=key.id)
+    after = last_seq(last_event_id)
+    backlog: list[JobEvent] = []
+    if after is not None:
+        backlog = [e for e in await run_in_threadpool(service.events.since, after, key_id=key.id)
+                   if e.type in STREAMED_TYPES]
+    return StreamingResponse(stream(service, listener, backlog, request, until_terminal=False),
+                             media_type="text/event-stream", headers=SSE_HEADERS)
