@@ -124,7 +124,8 @@ class Service:
                 engines.setdefault(engine.name, {"available": engine.available(), "version": engine.version()})
         return {"engines": engines, "brokenModules": dict(self.catalogue.broken),
                 "maintenance": self.switches.maintenance,
-                "workers": self.pool is not None, "queued": self.queue.pending()}
+                "workers": self.pool is not None, "queued": self.queue.pending(),
+                "eventListeners": self.events.listening}
 
     # ---- helpers for the desktop app, which never imports engines ----
 

@@ -126,6 +126,7 @@ class HealthOut(BaseModel):
     queued: int
     engines: dict[str, dict[str, Any]]
     brokenModules: dict[str, str] = Field(default_factory=dict, description="tool modules that failed to load")
+    eventListeners: int = Field(0, description="waiting requests and event streams open in this process")
 
 
 class UsageOut(BaseModel):
