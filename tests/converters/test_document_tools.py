@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import shutil
+import tempfile
 import threading
 import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
 
+import psutil
 import pymupdf
 import pytest
 
@@ -132,12 +134,24 @@ def test_embedded_image_in_docx_is_kept(tmp_path: Path) -> None:
         assert [(img[2], img[3]) for page in doc for img in page.get_images()] == [(64, 48)]
 
 
-def test_metadata_cannot_import_typst_code(tmp_path: Path) -> None:
-    source = s.make_markdown(tmp_path, "meta.md", (
-        '---\ntitle: Safe\ntemplate: "@preview/evil:0.1.0"\nheader-includes: "#read(\\"meta.md\\")"\n---\n\nBody.\n'
-    ))
+# Metadata that pandoc's Typst template puts in verbatim: an import, raw Typst in the preamble that
+# would read the generated document.typ (the one file in Typst's root) into the PDF, and text that
+# would be typeset above the body. Each must stay out of the output; the title is kept, as text.
+HOSTILE_METADATA = {
+    "template": ('template: "@preview/evil:0.1.0"', "evil"),
+    "header-includes": ('header-includes: |\n  ```{=typst}\n  #read("document.typ")\n  ```', "#read"),
+    "include-before": ("include-before: HEADER-7f3a-INJECTED", "HEADER-7f3a-INJECTED"),
+}
+
+
+@pytest.mark.parametrize("key", sorted(HOSTILE_METADATA))
+def test_metadata_cannot_import_typst_code(tmp_path: Path, key: str) -> None:
+    line, marker = HOSTILE_METADATA[key]
+    source = s.make_markdown(tmp_path, "meta.md", f"---\ntitle: Safe\n{line}\n---\n\nBody.\n")
     run = run_tool("document-to-pdf", [source], tmp_path / "out")
-    assert "Body." in s.pdf_text(run.outputs[0])
+    text = s.pdf_text(run.outputs[0])
+    assert "Safe" in text and text.count("Body.") == 1, text
+    assert marker not in text and "document.typ" not in text, text
 
 
 def test_damaged_docx_fails_cleanly_without_output(tmp_path: Path) -> None:
@@ -161,9 +175,28 @@ def test_legacy_doc_without_libreoffice_says_engine_missing(tmp_path: Path) -> N
     assert err.value.code == "engine_missing" and "LibreOffice" in err.value.message
 
 
-def test_cancel_stops_the_conversion(tmp_path: Path) -> None:
+def test_cancel_while_pandoc_runs_stops_it_and_leaves_nothing(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # Long enough that pandoc is still reading when the tool first asks whether to stop.
+    body = "".join(f"Paragraph {n} with *some* emphasis and **bold** words in it.\n\n" for n in range(12_000))
+    source = s.make_markdown(tmp_path, "long.md", body)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # where the tool's work dir goes
+    seen: list[psutil.Process] = []
+
+    def cancelled() -> bool:  # cancel once pandoc is running, not before
+        if not seen:
+            seen.extend(p for p in psutil.Process().children(recursive=True) if "pandoc" in p.name())
+        return bool(seen)
+
     with pytest.raises(Cancelled):
-        run_tool("document-to-pdf", [s.make_markdown(tmp_path)], tmp_path / "out", cancelled=lambda: True)
+        run_tool("document-to-pdf", [source], tmp_path / "out", params={"engine": "pandoc"}, cancelled=cancelled)
+    assert seen, "pandoc never ran"
+    alive = [p for p in seen if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert alive == [], f"pandoc outlived the cancel: {alive}"
+    assert list((tmp_path / "out").iterdir()) == []
+    assert list(scratch.iterdir()) == []
 
 
 def test_bundled_fonts_cover_cjk_arabic_and_hebrew() -> None:
