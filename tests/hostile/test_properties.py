@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import httpx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from converters.catalogue import load_catalogue
-from converters.inputs.sniff import sniff_bytes
+from converters.inputs.sniff import HEAD, MIME_TYPES, sniff, sniff_bytes
 from localapi.core.errors import ServiceError
 from localapi.core.files import display_name
 from localapi.http.routes.downloads import content_disposition, parse_range
@@ -32,9 +35,54 @@ def test_content_disposition_never_breaks_the_header(name: str) -> None:
     assert "\r" not in value and "\n" not in value and value.count('"') == 2
 
 
-@given(st.binary(max_size=512))
-def test_sniffing_never_raises(head: bytes) -> None:
-    sniff_bytes(head)
+FORMAT_IDS = set(MIME_TYPES)
+# Formats the client's name may choose between, and only once the bytes are known to be text
+# (sniff's docstring); OLE containers are told apart by name too (doc, xls, ppt), since their
+# directory is not read.
+NAMED_TEXT = {"txt", "md", "csv", "rst", "json", "srt", "vtt", "html"}
+OLE = {"doc", "xls", "ppt"}
+CONTENT_TEXT = {"m3u8", "ffconcat", "html", "svg", "fb2", "xml"}  # text told apart by what it starts with
+NAMES = ["", "upload", "a.txt", "a.md", "a.csv", "a.json", "a.html", "a.png", "a.pdf", "a.mp4", "a.docx",
+         "a.xls", "a.ppt", "a.exe", "../../x.svg", "A.MD"]
+SIGNATURES = [b"", b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff\xe0", b"GIF89a", b"RIFF\x00\x00\x00\x00WEBPVP8 ",
+              b"%PDF-1.7\n", b"%!PS-Adobe-3.0", b"PK\x03\x04", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", b"{\\rtf1",
+              b"\x00\x00\x00\x18ftypheic", b"\x00\x00\x00\x18ftypisom", b"\x1aE\xdf\xa3", b"fLaC", b"OggS",
+              b"ID3\x04", b"\xff\xfb", b"<!doctype html>", b"<?xml version='1.0'?><svg", b"#EXTM3U\n",
+              b"ffconcat version 1.0\n", b"\xef\xbb\xbf", b"\xff\xfe", b"BOOKMOBI"]
+CONTENTS = st.builds(lambda sig, rest: sig + rest, st.sampled_from(SIGNATURES),
+                     st.binary(max_size=300) | st.text(max_size=300).map(lambda t: t.encode("utf-8")))
+
+
+@settings(max_examples=300, deadline=None)
+@given(CONTENTS)
+def test_sniffing_bytes_gives_a_known_format_or_none(head: bytes) -> None:
+    fmt = sniff_bytes(head)
+    assert fmt is None or fmt in FORMAT_IDS | {"ole"}, fmt
+    assert sniff_bytes(head) == fmt  # no state between calls
+
+
+@settings(max_examples=300, deadline=None)
+@given(CONTENTS)
+def test_sniffed_format_depends_on_the_name_only_for_text_and_ole(content: bytes) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "upload"
+        path.write_bytes(content)
+        answers = {name: sniff(path, name) for name in NAMES}
+        assert answers == {name: sniff(path, name) for name in NAMES}  # deterministic
+    by_bytes = sniff_bytes(content[:HEAD])
+    found = set(answers.values())
+    assert found <= FORMAT_IDS | {None}, answers
+    if not content:
+        assert found == {None}
+    elif by_bytes == "ole":
+        assert found <= OLE and answers["a.xls"] == "xls" and answers["a.ppt"] == "ppt", answers
+    elif by_bytes is not None:  # a signature decides, whatever the client called the file
+        assert len(found) == 1 and (by_bytes == "zip" or found == {by_bytes}), answers
+    else:  # text or nothing: the name never decides whether the bytes are a format at all
+        assert found == {None} or None not in found, answers
+        assert found <= NAMED_TEXT | CONTENT_TEXT | {None}, answers
+        if len(found) > 1:  # the name chose among text formats, and nothing else
+            assert found <= NAMED_TEXT, answers
 
 
 @given(st.text(max_size=40), st.integers(min_value=0, max_value=10**12))
