@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ from localapi.core.queue import JobQueue, WorkerPool
 from localapi.core.ratelimit import RateLimiter, RateLimits
 from localapi.core.retention import purge_expired
 from localapi.core.signing import LinkSigner
-from localapi.core.switches import Switches
+from localapi.core.switches import AVAILABILITY_TTL, Switches
 
 log = logging.getLogger("filekiln")
 
@@ -47,6 +48,7 @@ class Service:
     limiter: RateLimits
     catalogue: Catalogue
     pool: WorkerPool | None = None
+    _engines: tuple[float, dict[str, dict[str, Any]]] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
@@ -107,8 +109,6 @@ class Service:
     _last_purge: float = 0.0
 
     def housekeeping(self) -> None:
-        import time
-
         self.worker.recover()
         if time.monotonic() - self._last_purge >= self.settings.purge_interval_seconds:
             self._last_purge = time.monotonic()
@@ -117,12 +117,19 @@ class Service:
     def purge(self) -> int:
         return purge_expired(self.db, self.files)
 
+    def engines(self) -> dict[str, dict[str, Any]]:
+        """Every engine the tools name, whether it is installed and its version (kept like tool availability)."""
+        known = self._engines
+        if known is None or time.monotonic() - known[0] >= AVAILABILITY_TTL:
+            found: dict[str, dict[str, Any]] = {}
+            for tool in self.catalogue:
+                for engine in tool.engines:
+                    found.setdefault(engine.name, {"available": engine.available(), "version": engine.version()})
+            known = self._engines = (time.monotonic(), found)
+        return known[1]
+
     def health(self) -> dict[str, Any]:
-        engines: dict[str, dict[str, Any]] = {}
-        for tool in self.catalogue:
-            for engine in tool.engines:
-                engines.setdefault(engine.name, {"available": engine.available(), "version": engine.version()})
-        return {"engines": engines, "brokenModules": dict(self.catalogue.broken),
+        return {"engines": self.engines(), "brokenModules": dict(self.catalogue.broken),
                 "maintenance": self.switches.maintenance,
                 "workers": self.pool is not None, "queued": self.queue.pending(),
                 "eventListeners": self.events.listening}
@@ -159,7 +166,10 @@ class Service:
         """Fetch ``name`` from its official source (checksum-checked, resumable); blocking."""
         from converters.engines.modelfiles import download, get_entry
 
-        download(get_entry(name), self.settings.data_dir / "models", progress, cancelled)
+        try:
+            download(get_entry(name), self.settings.data_dir / "models", progress, cancelled)
+        finally:
+            self.switches.refresh()  # tools waiting for this model may run now
 
     def close(self) -> None:
         self.stop_workers()

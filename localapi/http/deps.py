@@ -1,4 +1,8 @@
-"""Dependencies, as ``Annotated`` aliases so that route signatures read like sentences."""
+"""Dependencies, as ``Annotated`` aliases so that route signatures read like sentences.
+
+Those that only look at what they are given are ``async``: FastAPI runs a plain ``def`` dependency
+on a worker thread, and the hop costs more than the work. Those that read the database stay ``def``.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from localapi.core.ratelimit import retry_after
 from localapi.core.service import Service
 
 
-def get_service(request: Request) -> Service:
+async def get_service(request: Request) -> Service:  # async: no thread hop for a lookup
     service: Service = request.app.state.service
     return service
 
@@ -58,7 +62,7 @@ def optional_key(
     return key
 
 
-def required_key(key: Annotated[ApiKey | None, Depends(optional_key)]) -> ApiKey:
+async def required_key(key: Annotated[ApiKey | None, Depends(optional_key)]) -> ApiKey:
     if key is None:
         raise InvalidApiKey("Send an API key in X-API-Key or Authorization: Bearer.")
     return key
@@ -68,11 +72,11 @@ KeyDep = Annotated[ApiKey, Depends(required_key)]
 OptionalKeyDep = Annotated[ApiKey | None, Depends(optional_key)]
 
 
-def key_caller(key: KeyDep) -> Caller:
+async def key_caller(key: KeyDep) -> Caller:
     return Caller(key=key)
 
 
-def job_id_caller(key: OptionalKeyDep) -> Caller:
+async def job_id_caller(key: OptionalKeyDep) -> Caller:
     """GET /jobs/{id} and its result answer without a key (job ids carry 128 random bits);
     with a key, only that key's jobs are visible."""
     return Caller(key=key) if key is not None else Caller(any_owner=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -10,6 +11,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from converters.base import Tool
 from localapi.core.jobs.records import Job
 from localapi.core.states import JobStatus
+
+
+@functools.cache
+def params_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A tool's params as JSON Schema: made once per process (pydantic takes milliseconds per model)."""
+    return model.model_json_schema(by_alias=True)
 
 
 def iso(ts: float | None) -> datetime | None:
@@ -46,7 +53,7 @@ class ToolOut(BaseModel):
         return cls(
             id=tool.id, category=tool.category, title=tool.title, description=tool.description,
             accepts=list(tool.accepts), produces=list(tool.produces), maxInputSizeBytes=tool.max_input_size_bytes,
-            mergesInputs=tool.merges_inputs, params=tool.params.model_json_schema(by_alias=True),
+            mergesInputs=tool.merges_inputs, params=params_schema(tool.params),
             available=available, unavailableReason=reason,
         )
 

@@ -28,7 +28,7 @@ def check_request(catalogue: Catalogue, switches: Switches, tool_id: str, params
                             errors={"tool": [f"unknown tool {tool_id!r}; see GET /tools"]})
     if tool.id in switches.disabled_tools():
         raise Unavailable(f"The tool {tool.id} is disabled.", code="tool_disabled", headers={"Retry-After": "60"})
-    reason = tool.unavailable_reason(switches.tool_env)
+    reason = switches.unavailable_reason(tool)
     if reason is not None:
         raise Unavailable(reason, code="tool_unavailable", headers={"Retry-After": "3600"})
     try:
