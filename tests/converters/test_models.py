@@ -6,7 +6,6 @@ import hashlib
 import http.server
 import os
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -180,17 +179,36 @@ def test_import_model_copies_a_gguf_and_refuses_other_files(tmp_path: Path) -> N
 
 
 def test_in_background_sees_cancel_while_the_engine_is_busy() -> None:
+    stuck = threading.Event()  # the engine is inside a step that does not call back
+    release = threading.Event()
+    finished_step = threading.Event()
+
     def slow() -> Iterator[int]:
         yield 1
-        time.sleep(5)  # an engine step that does not call back
+        stuck.set()
+        release.wait(20)  # only a guard: the test ends the step itself
+        finished_step.set()
         yield 2
 
-    started = time.monotonic()
     items: list[int] = []
-    with pytest.raises(Cancelled):
-        for item in in_background(slow, lambda: time.monotonic() - started > 0.3):
-            items.append(item)
-    assert items == [1] and time.monotonic() - started < 1.0
+    asked_while_stuck = 0
+
+    def cancelled() -> bool:
+        # Cancel on the second question asked after the first item, while the engine is stuck: a
+        # caller that waits for the engine's next item never asks it.
+        nonlocal asked_while_stuck
+        if items and stuck.is_set():
+            asked_while_stuck += 1
+        return asked_while_stuck >= 2
+
+    try:
+        with pytest.raises(Cancelled):
+            for item in in_background(slow, cancelled):
+                items.append(item)
+        # the cancel was answered while the step was still running, not once it had ended
+        assert items == [1] and not finished_step.is_set()
+    finally:
+        release.set()
 
 
 def test_in_background_hands_engine_errors_to_the_caller() -> None:
