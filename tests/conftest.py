@@ -315,3 +315,37 @@ def stream_upload(server: Server, key: str, file_bytes: int, *, content_length: 
             content += chunk
     response = httpx.Response(int(status_line.split()[1]), headers=headers, content=content[:length])
     return StreamedUpload(response, sent, total, finished)
+
+
+_CLOCK_SAMPLER = "import time\nwhile True:\n    time.sleep(0.02)\n    print(time.monotonic(), flush=True)\n"
+
+
+class MachineDelays:
+    """How long the machine held every process back, sampled from another process while in the block.
+
+    A process that only sleeps 20 ms and prints the clock runs late only when the machine is
+    stalled (a loaded CI host, a VM losing its CPU). Timing checks subtract that lost time, so they
+    fail when the code under test is slow, not when the machine is. The monotonic clock is shared by
+    processes.
+    """
+
+    INTERVAL = 0.02
+
+    def __enter__(self) -> MachineDelays:
+        self._proc = subprocess.Popen([sys.executable, "-c", _CLOCK_SAMPLER], stdout=subprocess.PIPE, text=True)
+        assert self._proc.stdout is not None
+        self.samples = [float(self._proc.stdout.readline())]  # sampling from here on
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._proc.terminate()
+        self.samples += [float(line) for line in self._proc.communicate()[0].split()]
+
+    def lost(self, start: float, end: float) -> float:
+        """Seconds of [start, end] during which the sampler ran later than its sleep."""
+        total = 0.0
+        for a, b in zip(self.samples, self.samples[1:], strict=False):
+            late = b - a - 2 * self.INTERVAL
+            if late > 0 and b > start and a < end:
+                total += min(late, min(b, end) - max(a, start))
+        return total
