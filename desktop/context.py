@@ -55,14 +55,15 @@ class Desktop:
 
     @classmethod
     def create(cls, service: Service, server: ApiServer | None = None,
-               icon_for: Callable[[FileEntry], QIcon] | None = None, poll_ms: int = 250) -> Desktop:
+               icon_for: Callable[[FileEntry], QIcon] | None = None, coalesce_ms: int = 100) -> Desktop:
         folder = service.settings.data_dir / "desktop"
         folder.mkdir(parents=True, exist_ok=True)
         infos = cls.read_tools(service)
         deliveries = DeliveryStore.open(folder / "deliveries.json")
         background = Background(2)
         jobs = JobsModel()
-        jobs_controller = JobsController(service, deliveries, {t.id: t.title for t in infos}, poll_ms=poll_ms)
+        jobs_controller = JobsController(service, deliveries, {t.id: t.title for t in infos},
+                                        coalesce_ms=coalesce_ms)
         jobs_controller.snapshot.connect(jobs.apply)
         tracker = BatchTracker()
         jobs_controller.submitted.connect(tracker.add)
@@ -117,15 +118,16 @@ class Desktop:
         return engine_rows(self.service.health(), used_by, settings.data_dir / "models", dict(settings.tools))
 
     def start(self, start_api: bool | None = None) -> None:
-        """Start the workers (off the GUI thread: recovery reads the job table), the poller, the API."""
+        """Watch the jobs (the event feed starts here, whether or not the API does), then start the
+        workers (off the GUI thread: recovery reads the job table; what it changes arrives as events)
+        and the API."""
 
         def started(_: object) -> None:
             self.workers_started = True
-            self.jobs_controller.poll_now()
 
+        self.jobs_controller.start()
         self.background.run(self._start_workers, started,
                             lambda exc: log.error("the workers could not start: %s", exc))
-        self.jobs_controller.start()
         if self.prefs.start_api if start_api is None else start_api:
             self.api.start()
 
@@ -155,7 +157,8 @@ class Desktop:
             raise failure[0]
 
     def shutdown(self) -> None:
-        """Stop polling and the API, then the workers: running jobs go back to the queue for the next start."""
+        """Stop watching the jobs and the API, then the workers (running jobs go back to the queue for the
+        next start) and the event feed."""
         if self._closed:
             return
         self._closed = True

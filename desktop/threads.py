@@ -4,16 +4,20 @@ A tiny version of superqt's ``thread_worker``: ``Background(pool).run(fn, on_don
 ``run_reporting(fn, on_progress, ...)`` for work that tells how far it got. Each call gets a
 :class:`TaskSignals` object that lives on the GUI thread; the pool thread emits on it, and Qt queues
 the calls over, so the callbacks may touch widgets.
+
+The other way round, a thread the desktop does not own (the job-event feed's tailing thread) calls
+us: a :class:`Relay` hands what it is given to the GUI thread the same way, by a queued signal.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import traceback
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal
 
 log = logging.getLogger("filekiln.desktop")
 
@@ -101,3 +105,32 @@ class Background(QObject):
     @property
     def busy(self) -> bool:
         return int(self.pool.activeThreadCount()) > 0
+
+
+class Relay(QObject):
+    """Hands items from a thread that is not ours to the GUI thread, in the order they were sent.
+
+    ``send`` may be called from any thread (it is what a library's callback calls); ``receive`` runs
+    on the thread this relay was made on, through a queued connection, one call per item. After
+    :meth:`close`, items are dropped: the receiver may be on its way out.
+    """
+
+    arrived = Signal(object)  # the item given to send(), once per send, in order; queued to the relay's thread
+
+    def __init__(self, receive: Callable[[Any], None], parent: QObject | None = None) -> None:
+        super().__init__(parent)  # made on the GUI thread, so the queued calls land there
+        self._open = threading.Event()
+        self._open.set()
+        self.arrived.connect(receive, Qt.ConnectionType.QueuedConnection)
+
+    def send(self, item: object) -> None:
+        """Any thread: queue ``item`` for ``receive`` on the GUI thread."""
+        if self._open.is_set():
+            _emit(self.arrived, item)
+
+    def close(self) -> None:
+        self._open.clear()
+
+    @property
+    def open(self) -> bool:
+        return self._open.is_set()

@@ -120,6 +120,7 @@ class JobRow:
 class JobsModel(RowTableModel[JobRow]):
     COLUMNS = ("Tool", "File", "Progress", "Status", "Elapsed", "From")
     PROGRESS_COLUMN = 2
+    ELAPSED_COLUMN = 4
     jobs_updated = Signal()
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
@@ -164,6 +165,13 @@ class JobsModel(RowTableModel[JobRow]):
     def active_count(self) -> int:
         return sum(1 for r in self._rows if r.active)
 
+    def refresh_elapsed(self) -> None:
+        """The clock moved: the elapsed time of running jobs reads differently (nothing else changed)."""
+        for i, row in enumerate(self._rows):
+            if row.active and row.started_at is not None:
+                index = self.index(i, self.ELAPSED_COLUMN)
+                self.dataChanged.emit(index, index, [Qt.ItemDataRole.DisplayRole])
+
     def apply(self, rows: Sequence[JobRow]) -> None:
         """Bring the table to ``rows`` (newest first) with inserts, removals and changes, not a reset,
         so the selection and scroll position survive live updates."""
@@ -185,7 +193,7 @@ class JobsModel(RowTableModel[JobRow]):
         last = self.columnCount() - 1
         for i, row in enumerate(rows):
             if i < len(self._rows) and self._rows[i].id == row.id:
-                if self._rows[i] != row or row.active:
+                if self._rows[i] != row:
                     self._rows[i] = row
                     self.dataChanged.emit(self.index(i, 0), self.index(i, last))
             else:

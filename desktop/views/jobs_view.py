@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, QUrl
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, QTimer, QUrl
 from PySide6.QtGui import QDesktopServices, QPainter
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -129,6 +129,11 @@ class JobsView(QWidget):
         self.remove_button.clicked.connect(self.remove_selected)
         self.table.selectionModel().selectionChanged.connect(self._update_buttons)
         model.jobs_updated.connect(self._update_buttons)
+        # jobs change through the model's signals; only the elapsed time moves with the clock
+        self.clock = QTimer(self)
+        self.clock.setInterval(1000)
+        self.clock.timeout.connect(model.refresh_elapsed)
+        self.clock.start()
         self.details_box: QMessageBox | None = None
         self._update_buttons()
 

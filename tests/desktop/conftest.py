@@ -62,7 +62,7 @@ def service(tmp_path: Path) -> Iterator[Service]:
 
 @pytest.fixture
 def desktop(service: Service, qapp: object) -> Iterator[Desktop]:
-    app_desktop = Desktop.create(service, poll_ms=100)
+    app_desktop = Desktop.create(service)
     yield app_desktop
     app_desktop.shutdown()
 
