@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -252,30 +252,15 @@ IN_FLIGHT = 32 * 1024 * 1024
 class StreamedUpload:
     response: httpx.Response
     sent: int  # body bytes the client had sent when the answer arrived
-    total: int  # body bytes it meant to send
+    total: int  # body bytes it meant to send (chunked: what it sent)
     finished: bool  # whether it got to the end of the body before the answer
 
 
 def stream_upload(server: Server, key: str, file_bytes: int, *, content_length: bool,
                   query: str = "", block: int = 64 * 1024) -> StreamedUpload:
-    """Send a multipart upload of ``file_bytes`` over a raw socket, watching for the answer between blocks.
-
-    httpx only reads the response once the whole body is sent, and uvicorn drains what a
-    refused request still sends, so from httpx a server that refuses at the limit and one
-    that stores everything before refusing look the same. Here the client stops sending as
-    soon as an answer is there, and reports how far it had got.
-    """
-    import select
-
+    """Send a multipart upload of ``file_bytes`` zeros, watching for the answer between blocks (see stream_body)."""
     head = b'--b\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\n\r\n'
     tail = b"\r\n--b--\r\n"
-    total = len(head) + file_bytes + len(tail)
-    framing = f"Content-Length: {total}" if content_length else "Transfer-Encoding: chunked"
-    request = (f"POST /v1/files{query} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nX-API-Key: {key}\r\n"
-               f"Content-Type: multipart/form-data; boundary=b\r\n{framing}\r\n\r\n").encode()
-
-    def frame(data: bytes) -> bytes:
-        return data if content_length else b"%x\r\n%s\r\n" % (len(data), data)
 
     def body() -> Iterator[bytes]:
         yield head
@@ -286,18 +271,42 @@ def stream_upload(server: Server, key: str, file_bytes: int, *, content_length: 
             left -= min(block, left)
         yield tail
 
+    total = len(head) + file_bytes + len(tail)
+    return stream_body(server, key, body(), total if content_length else None, query)
+
+
+def stream_body(server: Server, key: str, pieces: Iterable[bytes], content_length: int | None,
+                query: str = "") -> StreamedUpload:
+    """POST a multipart body to /files over a raw socket, watching for the answer between pieces.
+
+    httpx only reads the response once the whole body is sent, and uvicorn drains what a
+    refused request still sends, so from httpx a server that refuses at the limit and one
+    that reads everything before refusing look the same. Here the client stops sending as
+    soon as an answer is there, and reports how far it had got. Without ``content_length``
+    the body goes chunked.
+    """
+    import select
+
+    framing = f"Content-Length: {content_length}" if content_length is not None else "Transfer-Encoding: chunked"
+    request = (f"POST /v1/files{query} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nX-API-Key: {key}\r\n"
+               f"Content-Type: multipart/form-data; boundary=b\r\n{framing}\r\n\r\n").encode()
+
+    def frame(data: bytes) -> bytes:
+        return data if content_length is not None else b"%x\r\n%s\r\n" % (len(data), data)
+
+    total = content_length or 0
     sent, finished, received = 0, False, b""
     with socket.create_connection(("127.0.0.1", server.port), timeout=120) as sock:
         sock.sendall(request)
         try:
-            for piece in body():
+            for piece in pieces:
                 if select.select([sock], [], [], 0)[0]:
                     break
                 sock.sendall(frame(piece))
                 sent += len(piece)
             else:
                 finished = True
-                if not content_length:
+                if content_length is None:
                     sock.sendall(b"0\r\n\r\n")
         except OSError:  # the server closed the connection on us: its answer is still to be read
             pass
@@ -314,7 +323,7 @@ def stream_upload(server: Server, key: str, file_bytes: int, *, content_length: 
             assert chunk, "connection closed in the middle of the answer"
             content += chunk
     response = httpx.Response(int(status_line.split()[1]), headers=headers, content=content[:length])
-    return StreamedUpload(response, sent, total, finished)
+    return StreamedUpload(response, sent, total or sent, finished)
 
 
 _CLOCK_SAMPLER = "import time\nwhile True:\n    time.sleep(0.02)\n    print(time.monotonic(), flush=True)\n"
