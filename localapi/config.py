@@ -56,6 +56,11 @@ class Settings:
     tools: Mapping[str, Any] = field(default_factory=dict)
     # per-tool timeout overrides in seconds, e.g. {"video-convert": 7200}
     tool_timeouts: Mapping[str, float] = field(default_factory=dict)
+    # webhooks (docs/api.md, Webhooks): targets beyond loopback (host names, IPs or networks such as
+    # 10.1.2.0/24), the time an attempt may take, and the waits between attempts (6 attempts over ~1 h)
+    webhook_allowed_hosts: tuple[str, ...] = ()
+    webhook_timeout_seconds: float = 10.0
+    webhook_retry_seconds: tuple[float, ...] = (10.0, 60.0, 300.0, 900.0, 2400.0)
 
     @property
     def base_url(self) -> str:
@@ -98,6 +103,9 @@ def load_settings(data_dir: Path | None = None, **overrides: Any) -> Settings:
             raw = values[f_.name]
             if isinstance(current, bool):
                 typed[f_.name] = raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes", "on")
+            elif isinstance(current, tuple):  # a TOML list, or comma-separated in FILEKILN_<NAME>
+                items = [i.strip() for i in raw.split(",") if i.strip()] if isinstance(raw, str) else list(raw)
+                typed[f_.name] = tuple(float(i) if f_.name.endswith("_seconds") else str(i) for i in items)
             else:
                 typed[f_.name] = type(current)(raw)
     return replace(base, **typed)

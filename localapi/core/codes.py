@@ -43,6 +43,7 @@ CODES: dict[str, ErrorCode] = {
     "job_not_found": _api(404, "Job not found", "The job does not exist (any more)."),
     "file_not_found": _api(404, "File not found", "The file does not exist (any more)."),
     "tool_not_found": _api(404, "Tool not found", "There is no such tool."),
+    "webhook_not_found": _api(404, "Webhook not found", "The webhook does not exist (any more)."),
     "unknown_tool": _api(422, "Unknown tool", "This tool is not installed in this FileKiln.", 404, job=True),
     "method_not_allowed": _api(405, "Method not allowed", "This address does not take that kind of request."),
     "job_not_finished": _api(409, "Job not finished", "The job has not finished yet."),
@@ -63,6 +64,9 @@ CODES: dict[str, ErrorCode] = {
                          "The original files are no longer kept (see retention in Settings); add them again."),
     "idempotency_mismatch": _api(422, "Idempotency key reused",
                                  "The same Idempotency-Key came with a different request."),
+    "webhook_target_not_allowed": _api(422, "Webhook target not allowed",
+                                       "Webhooks go only to this computer, or to hosts listed in the "
+                                       "webhook_allowed_hosts setting."),
     "rate_limited": _api(429, "Too many requests", "Too many requests in a short time; slow down."),
     "internal_error": _api(500, "Internal error", "Something went wrong inside FileKiln; the log has details."),
     "maintenance": _api(503, "Maintenance", "FileKiln is in maintenance mode; switch it off in the API panel."),

@@ -55,6 +55,24 @@ create table if not exists job_events (
 );
 create index if not exists job_events_job on job_events (job_id, seq);
 create index if not exists job_events_key on job_events (key_id, seq);
+-- webhooks (localapi/core/webhooks.py): a key's hooks, its secret for jobs' own webhookUrl, and the
+-- delivery outbox; (target, event_seq) is unique so that a feed read twice never delivers twice
+create table if not exists webhooks (
+    id text primary key, key_id text not null, url text not null, events text not null, secret text not null,
+    created_at real not null, disabled_at real, disabled_reason text
+);
+create index if not exists webhooks_key on webhooks (key_id, created_at);
+create table if not exists webhook_job_secrets (
+    key_id text primary key, secret text not null, created_at real not null
+);
+create table if not exists webhook_deliveries (
+    id text primary key, target text not null, event_seq integer not null, event_type text not null,
+    job_id text not null, key_id text, url text not null, body text not null, status text not null,
+    attempts integer not null default 0, next_attempt_at real not null, last_status integer, last_error text,
+    created_at real not null, finished_at real,
+    unique (target, event_seq)
+);
+create index if not exists webhook_deliveries_due on webhook_deliveries (status, next_attempt_at);
 """
 
 

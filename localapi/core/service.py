@@ -28,6 +28,7 @@ from localapi.core.ratelimit import RateLimiter, RateLimits
 from localapi.core.retention import purge_expired
 from localapi.core.signing import LinkSigner
 from localapi.core.switches import AVAILABILITY_TTL, Switches
+from localapi.core.webhooks import Webhooks
 
 log = logging.getLogger("filekiln")
 
@@ -47,6 +48,7 @@ class Service:
     idempotency: IdempotencyStore
     limiter: RateLimits
     catalogue: Catalogue
+    webhooks: Webhooks
     pool: WorkerPool | None = None
     _engines: tuple[float, dict[str, dict[str, Any]]] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -76,6 +78,8 @@ class Service:
             limiter=RateLimits(RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst),
                                RateLimiter(settings.read_rate_limit_per_second, settings.read_rate_limit_burst)),
             catalogue=catalogue,
+            webhooks=Webhooks(db, events, settings.webhook_allowed_hosts, settings.webhook_timeout_seconds,
+                              settings.webhook_retry_seconds),
         )
 
     # ---- workers ----

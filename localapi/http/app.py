@@ -14,7 +14,8 @@ from localapi.core.service import Service
 from localapi.http import problems
 from localapi.http.middleware import LocalOnlyMiddleware
 from localapi.http.problems import PROBLEM_MEDIA_TYPE
-from localapi.http.routes import downloads, events, files, jobs, system, tools
+from localapi.http.routes import downloads, events, files, jobs, system, tools, webhooks
+from localapi.http.schemas import JobOut
 
 DESCRIPTION = """FileKiln's local conversion API. Upload a file (`POST /files`), create a job
 (`POST /jobs`), poll it (`GET /jobs/{id}`) and fetch the signed download link
@@ -27,7 +28,10 @@ def create_app(service: Service) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service.events.start()  # waiting requests and event streams are woken by the feed
+        # webhook bodies carry the job as GET /jobs/{id} shows it
+        service.webhooks.start(render=lambda job: JobOut.of(job).model_dump(mode="json"))
         yield
+        service.webhooks.stop()
 
     app = FastAPI(
         lifespan=lifespan,
@@ -37,7 +41,7 @@ def create_app(service: Service) -> FastAPI:
     )
     app.state.service = service
     v1 = APIRouter(prefix="/v1")
-    for module in (tools, files, jobs, events, downloads, system):
+    for module in (tools, files, jobs, events, downloads, system, webhooks):
         v1.include_router(module.router)
     app.include_router(v1)
     problems.install(app)

@@ -78,6 +78,9 @@ class JobCreate(BaseModel):
     inputFileIds: list[str] = Field(min_length=1, max_length=100)
     params: dict[str, Any] | None = None
     outputFormat: str | None = Field(None, max_length=20)
+    webhookUrl: str | None = Field(None, max_length=2048, description=(
+        "Where this job's job.created, job.done, job.failed and job.canceled go, signed with the key's "
+        "job secret (GET /webhooks/job-secret)"))
 
 
 class JobOut(BaseModel):
@@ -122,6 +125,41 @@ class ResultOut(BaseModel):
     downloadUrl: str
     expiresAt: datetime
     files: list[ResultFileOut]
+
+
+WebhookEvent = Literal["job.created", "job.done", "job.failed", "job.canceled"]
+
+
+class WebhookCreate(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"example": {
+        "url": "http://127.0.0.1:9000/filekiln", "events": ["job.done", "job.failed"]}})
+
+    url: str = Field(min_length=1, max_length=2048)
+    events: list[WebhookEvent] = Field(min_length=1, max_length=4)
+
+
+class WebhookOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: str
+    url: str
+    events: list[WebhookEvent]
+    createdAt: datetime = Field(validation_alias="created_at")
+    disabledAt: datetime | None = Field(None, validation_alias="disabled_at",
+                                        description="set when the target answered 410 Gone; nothing is sent since")
+
+
+class WebhookCreatedOut(WebhookOut):
+    secret: str = Field(description="signs this hook's deliveries; shown only in this answer")
+
+
+class WebhookListOut(BaseModel):
+    items: list[WebhookOut]
+
+
+class JobSecretOut(BaseModel):
+    secret: str = Field(description="signs the deliveries to the webhookUrl of this key's jobs")
+    createdAt: datetime
 
 
 class HealthOut(BaseModel):

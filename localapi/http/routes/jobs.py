@@ -79,7 +79,8 @@ def _create(body: JobCreate, service: Service, key: ApiKey,
         if replay is not None:
             return replay.status_code, replay.body, {"Idempotent-Replayed": "true"}
     try:
-        job = service.jobs.create(caller, body.tool, body.inputFileIds, body.params, body.outputFormat)
+        job = service.jobs.create(caller, body.tool, body.inputFileIds, body.params, body.outputFormat,
+                                  webhook_url=service.webhooks.check_url(body.webhookUrl, "webhookUrl"))
     except BaseException:
         if idempotency_key:
             service.idempotency.abandon(key.id, idempotency_key)
