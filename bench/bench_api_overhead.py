@@ -1,7 +1,12 @@
-"""200 small PNG->WebP jobs through the API vs the same conversions called directly.
+"""Small PNG->WebP jobs through the API vs the same conversions called directly, and each call vs a bare route.
 
-Prints the per-job overhead of the API path (upload, create, poll, download) in ms
-and the throughput ratio, both measured in this run on this machine.
+Prints, all measured in this run on this machine:
+- the per-job overhead of the API path (upload, create-and-wait, result, download), sequential, in ms
+  over a direct ``tool.run`` of the same conversion (goal: at most 10 ms);
+- the throughput of 4 clients on 2 workers against the direct rate (goal: at least 0.5x);
+- the 429 answers waited out (goal: none);
+- a per-request table: each call's median against a bare FastAPI route on uvicorn, started the same way;
+- the event latency: from a job's end (its ``finishedAt``, the server's clock) to a listening SSE client.
 
     .venv/bin/python bench/bench_api_overhead.py [--jobs 200] [--clients 4]
 """
@@ -10,20 +15,27 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from bench._server import start_server  # noqa: E402
+from bench._server import Server, free_port, start_server  # noqa: E402
 from tests.converters.runtool import run_tool  # noqa: E402
+
+THROTTLED = {"count": 0}
 
 
 def sample_pngs(n: int) -> list[bytes]:
@@ -48,13 +60,10 @@ def direct(pngs: list[bytes], work: Path) -> float:
     return time.perf_counter() - started
 
 
-THROTTLED = {"count": 0}
-
-
-def call(c: httpx.Client, method: str, url: str, **kwargs: object) -> httpx.Response:
+def call(c: httpx.Client, method: str, url: str, **kwargs: Any) -> httpx.Response:
     """One request, waiting out a 429 as its Retry-After says (and counting them: the goal is none)."""
     while True:
-        response = c.request(method, url, **kwargs)  # type: ignore[arg-type]
+        response = c.request(method, url, **kwargs)
         if response.status_code != 429:
             response.raise_for_status()
             return response
@@ -62,28 +71,117 @@ def call(c: httpx.Client, method: str, url: str, **kwargs: object) -> httpx.Resp
         time.sleep(float(response.headers.get("Retry-After", "1")))
 
 
-def one_job(c: httpx.Client, data: bytes, name: str) -> float:
-    t = time.perf_counter()
+def one_job(c: httpx.Client, data: bytes, name: str, steps: dict[str, list[float]] | None = None) -> float:
+    """Upload, create-and-wait, result, download: the whole of a script's small job."""
+    marks = [time.perf_counter()]
     ref = call(c, "POST", "/files", files={"file": (name, data)}).json()
-    job = call(c, "POST", "/jobs", json={"tool": "image-convert", "inputFileIds": [ref["id"]],
-                                         "outputFormat": "webp"}).json()
-    while True:
-        state = call(c, "GET", f"/jobs/{job['id']}").json()
-        if state["status"] == "DONE":
-            break
-        if state["status"] in ("FAILED", "CANCELED"):
-            raise RuntimeError(state)
-        time.sleep(0.02)
+    marks.append(time.perf_counter())
+    job = call(c, "POST", "/jobs", params={"wait": 60}, json={"tool": "image-convert", "inputFileIds": [ref["id"]],
+                                                             "outputFormat": "webp"}).json()
+    while job["status"] not in ("DONE", "FAILED", "CANCELED"):
+        job = call(c, "GET", f"/jobs/{job['id']}", params={"wait": 60}).json()
+    if job["status"] != "DONE":
+        raise RuntimeError(job)
+    marks.append(time.perf_counter())
     url = call(c, "GET", f"/jobs/{job['id']}/result").json()["downloadUrl"]
+    marks.append(time.perf_counter())
     body = call(c, "GET", url).content
+    marks.append(time.perf_counter())
     assert body[8:12] == b"WEBP"
-    return time.perf_counter() - t
+    if steps is not None:
+        names = ("upload", "create+wait", "result", "download")
+        for step, a, b in zip(names, marks, marks[1:], strict=True):
+            steps.setdefault(step, []).append(b - a)
+    return marks[-1] - marks[0]
+
+
+def median_ms(c: httpx.Client, method: str, url: str, n: int, **kwargs: Any) -> float:
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        call(c, method, url, **kwargs)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1000
+
+
+def start_bare() -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen([sys.executable, "-m", "bench._bare", str(port)], cwd=root)
+    base = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"{base}/ping", timeout=1)
+            return proc, base
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("the bare server did not start")
+
+
+def request_table(srv: Server, key: str, png: bytes, n: int) -> list[tuple[str, float]]:
+    bare, bare_base = start_bare()
+    try:
+        with httpx.Client(base_url=bare_base) as b:
+            median_ms(b, "GET", "/ping", 50)
+            rows = [("bare FastAPI route (GET)", median_ms(b, "GET", "/ping", n))]
+    finally:
+        bare.kill()
+    with srv.client(key) as c, httpx.Client(base_url=srv.base_url) as anonymous:
+        ref = call(c, "POST", "/files", files={"file": ("t.png", png)}).json()
+        job = call(c, "POST", "/jobs", params={"wait": 60},
+                   json={"tool": "image-convert", "inputFileIds": [ref["id"]], "outputFormat": "webp"}).json()
+        url = call(c, "GET", f"/jobs/{job['id']}/result").json()["downloadUrl"]
+        rows += [
+            ("GET /jobs/{id} (with key)", median_ms(c, "GET", f"/jobs/{job['id']}", n)),
+            ("GET /jobs/{id} (no key)", median_ms(anonymous, "GET", f"/jobs/{job['id']}", n)),
+            ("GET /jobs/{id}/result", median_ms(c, "GET", f"/jobs/{job['id']}/result", n)),
+            ("GET /tools", median_ms(c, "GET", "/tools", n)),
+            ("GET /health", median_ms(c, "GET", "/health", n)),
+            ("GET /usage", median_ms(c, "GET", "/usage", n)),
+            ("GET /openapi.json", median_ms(c, "GET", "/openapi.json", n)),
+            ("GET download (small file)", median_ms(c, "GET", url, n)),
+            ("POST /files (small PNG)", median_ms(c, "POST", "/files", n, files={"file": ("t.png", png)})),
+        ]
+    return rows
+
+
+def event_latency(srv: Server, key: str, png: bytes, jobs: int) -> list[float]:
+    """Seconds from each job's end (finishedAt, the server's clock) to its job.done reaching an SSE client."""
+    latencies: list[float] = []
+    with srv.client(key) as c:
+        for _ in range(jobs):
+            ref = call(c, "POST", "/files", files={"file": ("e.png", png)}).json()
+            job = call(c, "POST", "/jobs", json={"tool": "image-convert", "inputFileIds": [ref["id"]],
+                                                 "outputFormat": "webp"}).json()
+            with c.stream("GET", f"/jobs/{job['id']}/events") as r:
+                event = ""
+                for line in r.iter_lines():
+                    if line.startswith("event: "):
+                        event = line[7:]
+                    elif line.startswith("data: ") and event == "job.done":
+                        arrived = time.time()
+                        ended = datetime.fromisoformat(json.loads(line[6:])["finishedAt"]).timestamp()
+                        latencies.append(arrived - ended)
+    return latencies
+
+
+def run_clients(clients: int, work: Callable[[], None]) -> float:
+    started = time.perf_counter()
+    threads = [threading.Thread(target=work) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - started
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, default=200)
     parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--requests", type=int, default=300, help="samples per call in the request table")
     args = parser.parse_args()
     pngs = sample_pngs(args.jobs)
     with tempfile.TemporaryDirectory() as tmp:
@@ -94,9 +192,11 @@ def main() -> None:
         srv = start_server(data, work / "server.log", "--workers", "2")
         try:
             key = srv.create_key("bench")
+            steps: dict[str, list[float]] = {}
             with srv.client(key) as c:
-                one_job(c, pngs[0], "warm.png")
-                latencies = [one_job(c, p, f"s{i}.png") for i, p in enumerate(pngs[: args.jobs // 4])]
+                for i in range(5):
+                    one_job(c, pngs[i], "warm.png")
+                latencies = [one_job(c, p, f"s{i}.png", steps) for i, p in enumerate(pngs[: args.jobs // 2])]
             queue = list(enumerate(pngs))
             lock = threading.Lock()
 
@@ -109,24 +209,29 @@ def main() -> None:
                             i, p = queue.pop()
                         one_job(c, p, f"c{i}.png")
 
-            started = time.perf_counter()
-            threads = [threading.Thread(target=client_loop) for _ in range(args.clients)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            api_s = time.perf_counter() - started
+            api_s = run_clients(args.clients, client_loop)
+            table = request_table(srv, key, pngs[0], args.requests)
+            events = event_latency(srv, key, pngs[0], 50)
         finally:
             srv.stop()
     n = args.jobs
     direct_ms = direct_s / n * 1000
     seq_ms = statistics.median(latencies) * 1000
-    print(f"direct (tool.run in process): {direct_ms:7.1f} ms/job  {n / direct_s:6.1f} jobs/s")
-    print(f"API, one client, sequential:  {seq_ms:7.1f} ms/job (median of {len(latencies)})")
-    print(f"API, {args.clients} clients, 2 workers:  {api_s / n * 1000:7.1f} ms/job  {n / api_s:6.1f} jobs/s")
-    print(f"per-job overhead (sequential median - direct): {seq_ms - direct_ms:.1f} ms")
-    print(f"throughput ratio API/direct: {(n / api_s) / (n / direct_s):.2f}")
+    print(f"direct (tool.run in process):  {direct_ms:7.1f} ms/job  {n / direct_s:6.1f} jobs/s")
+    print(f"API, one client, sequential:   {seq_ms:7.1f} ms/job (median of {len(latencies)})")
+    for step, values in steps.items():
+        print(f"    {step:12} {statistics.median(values) * 1000:7.1f} ms")
+    print(f"API, {args.clients} clients, 2 workers:   {api_s / n * 1000:7.1f} ms/job  {n / api_s:6.1f} jobs/s")
+    print(f"per-job overhead (sequential median - direct): {seq_ms - direct_ms:.1f} ms (goal: at most 10)")
+    print(f"throughput ratio API/direct: {(n / api_s) / (n / direct_s):.2f} (goal: at least 0.5)")
     print(f"429 answers waited out: {THROTTLED['count']} (goal: 0)")
+    bare_ms = table[0][1]
+    print("\nper request (median of each)      ms     vs bare")
+    for name, ms in table:
+        print(f"    {name:28} {ms:6.2f}   {ms / bare_ms:5.2f}x")
+    events.sort()
+    print(f"\nevent latency, job end -> SSE client: median {statistics.median(events) * 1000:.1f} ms, "
+          f"p99 {events[int(len(events) * 0.99) - 1] * 1000:.1f} ms ({len(events)} jobs)")
 
 
 if __name__ == "__main__":

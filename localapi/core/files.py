@@ -62,7 +62,7 @@ class UploadSink:
         self.path = tmp_dir / f"upload-{new_id('tmp')}.part"
         self._f: IO[bytes] | None = open(self.path, "xb")  # noqa: SIM115 - closed in finish/discard
 
-    def write(self, chunk: bytes) -> None:
+    def write(self, chunk: bytes | bytearray) -> None:
         self.size += len(chunk)
         if self.size > self.limit:
             self.discard()
