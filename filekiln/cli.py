@@ -70,12 +70,15 @@ def build_parser() -> argparse.ArgumentParser:
         switch = tools_sub.add_parser(verb, parents=[common], help=what)
         switch.add_argument("id")
 
-    convert = sub.add_parser("convert", parents=[common], help="convert files here, without a server")
+    convert = sub.add_parser("convert", parents=[common], help="convert files here, or through a running server")
     convert.add_argument("files", nargs="+", type=Path)
     convert.add_argument("--tool", required=True)
     convert.add_argument("--to", dest="output_format", default=None)
     convert.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
     convert.add_argument("--out", type=Path, default=Path("."))
+    convert.add_argument("--server", default=None, metavar="URL",
+                         help="run the job on this FileKiln (e.g. http://127.0.0.1:8741/v1) instead of here")
+    convert.add_argument("--key", default=None, help="API key for --server (env FILEKILN_API_KEY)")
     return parser
 
 
@@ -276,6 +279,8 @@ def parse_param(text: str) -> tuple[str, Any]:
 
 def cmd_convert(args: argparse.Namespace, settings: Settings) -> int:
     """Convert local files in a child process, refused for the same reasons as a job through the API."""
+    if args.server:
+        return convert_on_server(args)
     from converters.base import InputFile, ToolEnv, free_name
     from converters.catalogue import load_catalogue
     from converters.inputs.sniff import sniff
@@ -334,6 +339,46 @@ def cmd_convert(args: argparse.Namespace, settings: Settings) -> int:
             target = free_name(args.out / produced.name)
             shutil.move(str(produced), target)
             print(target)
+    return 0
+
+
+def convert_on_server(args: argparse.Namespace) -> int:
+    """``convert --server``: the same job through a running FileKiln's API, with the same output and exit codes."""
+    from filekiln.client import FileKiln, FileKilnError, JobFailed
+
+    for path in args.files:
+        if not path.is_file():
+            print(f"No file {path}.", file=sys.stderr)
+            return 2
+    bar = ProgressBar(sys.stderr)
+    with FileKiln(args.server, key=args.key) as kiln:
+        try:
+            job = kiln.run_job(args.files, tool=args.tool, to=args.output_format,
+                               params=dict(parse_param(p) for p in args.param), progress=bar.update)
+        except JobFailed as exc:
+            bar.finish(False)
+            print(f"{args.tool} failed: {exc.error_message or 'canceled'} ({exc.error_code or 'canceled'})",
+                  file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:  # run_job has canceled the job on the server
+            bar.finish(False)
+            print(f"{args.tool} failed: canceled (canceled)", file=sys.stderr)
+            return 1
+        except FileKilnError as exc:
+            if bar.last >= 0:
+                bar.finish(False)
+            details = "".join(f"\n  {field}: {'; '.join(msgs)}" for field, msgs in exc.errors.items())
+            print(f"{exc.code}: {exc.detail}{details}", file=sys.stderr)
+            return 2
+        bar.finish(True)
+        for note in job.get("notes") or []:
+            print(f"note: {note}", file=sys.stderr)
+        try:
+            for path in kiln.download_result(job["id"], args.out):
+                print(path)
+        except FileKilnError as exc:
+            print(f"{exc.code}: {exc.detail}", file=sys.stderr)
+            return 1
     return 0
 
 
