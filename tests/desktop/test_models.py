@@ -156,3 +156,18 @@ def test_engine_rows_cover_reported_engines_and_the_optional_ones(tmp_path: Path
     assert "deu" in by["Tesseract languages"].version
     assert by["LLM"].available and not by["Whisper models"].available
     assert not by["Tools in video"].available and "no av" in by["Tools in video"].note
+
+
+def test_the_clock_refreshes_only_the_elapsed_time_of_running_jobs(qapp: object) -> None:
+    now = [100.0]
+    model = JobsModel(clock=lambda: now[0])
+    running = JobRow("b", "image-convert", "Convert image", "a.png", "This app", JobStatus.PROCESSING, 40, 2.0,
+                     started_at=50.0)
+    model.apply([running, row("a", JobStatus.DONE, 100)])
+    changed: list[tuple[int, int, int, int]] = []
+    model.dataChanged.connect(lambda first, last, roles=(): changed.append(
+        (first.row(), first.column(), last.row(), last.column())))
+    now[0] = 175.0
+    model.refresh_elapsed()
+    assert changed == [(0, JobsModel.ELAPSED_COLUMN, 0, JobsModel.ELAPSED_COLUMN)]
+    assert model.index(0, JobsModel.ELAPSED_COLUMN).data() == "2:05"
