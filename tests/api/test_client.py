@@ -214,9 +214,10 @@ def test_a_post_whose_answer_was_lost_is_retried_with_the_same_key_and_makes_one
 def test_429_is_waited_out_and_the_post_retried_with_the_same_key_makes_one_job(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()
-    # one write and one read at once, then one write every 2 s and one read a second
+    # one write and one read at once, then a write every 2 s and a read every 4 s: the job's stream
+    # takes the read, and the result, asked for within 4 s, is refused once
     write_settings(data, rate_limit_per_second=0.5, rate_limit_burst=1,
-                   read_rate_limit_per_second=1.0, read_rate_limit_burst=1)
+                   read_rate_limit_per_second=0.25, read_rate_limit_burst=1)
     srv = start_server(data, tmp_path / "server.log")
     try:
         src = tmp_path / "photo.png"
