@@ -95,8 +95,9 @@ class JobService:
             )
             append(conn, job_id, CREATED)
             append(conn, job_id, TYPE_OF_STATUS[JobStatus.QUEUED])
+            created = Job.from_row(conn.execute("select * from jobs where id = ?", (job_id,)).fetchone())
         self.enqueue(job_id)
-        return self.get(job_id, Caller(any_owner=True))
+        return created  # as created (QUEUED): an idle worker may take it before a read here could
 
     # ---- reading ----
 
