@@ -22,6 +22,9 @@ def purge_expired(db: Database, files: FileStore) -> int:
         files.delete(row["id"])
         purged += 1
     db.execute("delete from idempotency where created_at < ?", now() - 7 * 86400)
+    # the event feed: progress is of use for a day (a stream resumed after a night), the rest for a week
+    db.execute("delete from job_events where created_at < ? and type = 'job.progress'", now() - 86400)
+    db.execute("delete from job_events where created_at < ?", now() - 7 * 86400)
     if purged:
         log.info("purged %d expired files", purged)
     return purged

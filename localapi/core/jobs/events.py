@@ -6,7 +6,7 @@ the row's ``seq`` is the event id clients resume from (``Last-Event-ID``).
 
 A :class:`EventFeed` in each process tails that table. A change made in this process wakes it at
 once (:meth:`EventFeed.notify`); a change made by another process (``filekiln worker``) is seen
-within ``poll_interval``. Listeners are asyncio queues (a waiting request or an SSE stream holds no
+within ``poll_interval`` (50 ms). Listeners are asyncio queues (a waiting request or an SSE stream holds no
 thread and no database connection while it waits) or plain callables (the webhook outbox).
 """
 
@@ -30,6 +30,7 @@ from localapi.core.states import JobStatus
 log = logging.getLogger("filekiln.events")
 
 CREATED = "job.created"  # once per job, before its first job.queued; for webhooks, not streamed
+DELETED = "job.deleted"  # the job's last snapshot, as it is deleted; for in-process listeners, not streamed
 PROGRESS = "job.progress"
 TYPE_OF_STATUS = {
     JobStatus.QUEUED: "job.queued",
@@ -93,7 +94,7 @@ class Listener:
 class EventFeed:
     """Writes job events with their changes and tails them for this process's listeners."""
 
-    def __init__(self, db: Database, poll_interval: float = 0.1) -> None:
+    def __init__(self, db: Database, poll_interval: float = 0.05) -> None:
         self.db = db
         self.poll_interval = poll_interval
         self._listeners: set[Listener] = set()
@@ -161,10 +162,17 @@ class EventFeed:
         with self._lock:
             self._listeners.discard(listener)
 
-    def on_event(self, callback: Callable[[JobEvent], None]) -> None:
-        """Call ``callback`` (on the tailing thread) for every event from now on."""
+    def on_event(self, callback: Callable[[JobEvent], None]) -> Callable[[], None]:
+        """Call ``callback`` (on the tailing thread) for every event from now on; returns what stops it."""
         with self._lock:
             self._callbacks.append(callback)
+
+        def off() -> None:
+            with self._lock:
+                if callback in self._callbacks:
+                    self._callbacks.remove(callback)
+
+        return off
 
     @property
     def listening(self) -> int:
@@ -174,10 +182,12 @@ class EventFeed:
     # ---- the tail ----
 
     def start(self) -> None:
-        if self._thread is None:
-            self._stopping.clear()
-            self._thread = threading.Thread(target=self._tail, daemon=True, name="filekiln-events")
-            self._thread.start()
+        """Start tailing (once: the desktop and the HTTP app may both ask)."""
+        with self._lock:
+            if self._thread is None:
+                self._stopping.clear()
+                self._thread = threading.Thread(target=self._tail, daemon=True, name="filekiln-events")
+                self._thread.start()
 
     def stop(self) -> None:
         self._stopping.set()

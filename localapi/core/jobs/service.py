@@ -24,7 +24,7 @@ from localapi.core.errors import (
     Unavailable,
 )
 from localapi.core.files import FileStore, StoredFile
-from localapi.core.jobs.events import CREATED, TYPE_OF_STATUS, EventFeed, append
+from localapi.core.jobs.events import CREATED, DELETED, TYPE_OF_STATUS, EventFeed, append
 from localapi.core.jobs.records import Caller, Job, JobPage, Result, quota_headers
 from localapi.core.jobs.validation import check_input_file, check_request, precheck
 from localapi.core.keys import today
@@ -166,9 +166,9 @@ class JobService:
             except Conflict:
                 pass
         job = self.get(job_id, caller)
-        with self.db.transaction() as conn:
+        with self.events.changing() as conn:
+            append(conn, job.id, DELETED)  # its events stay until retention purges them: none is lost
             conn.execute("delete from jobs where id = ?", (job.id,))
-            conn.execute("delete from job_events where job_id = ?", (job.id,))
         for file_id in [*job.result_file_ids, *([job.bundle_file_id] if job.bundle_file_id else [])]:
             self.files.delete(file_id)
 
