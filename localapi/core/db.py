@@ -56,7 +56,7 @@ create table if not exists job_events (
 create index if not exists job_events_job on job_events (job_id, seq);
 create index if not exists job_events_key on job_events (key_id, seq);
 create index if not exists job_events_created on job_events (created_at);
--- webhooks (localapi/core/webhooks.py): a key's hooks, its secret for jobs' own webhookUrl, and the
+-- webhooks (localapi/core/webhooks/): a key's hooks, its secret for jobs' own webhookUrl, and the
 -- delivery outbox; (target, event_seq) is unique so that a feed read twice never delivers twice
 create table if not exists webhooks (
     id text primary key, key_id text not null, url text not null, events text not null, secret text not null,

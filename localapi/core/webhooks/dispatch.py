@@ -1,259 +1,35 @@
-"""Webhooks: a key's hooks, the targets they may reach, and an outbox that delivers job events at least once.
-
-Two kinds of target receive a job's ``job.created``, ``job.done``, ``job.failed`` and ``job.canceled``:
-a key's hooks (``POST /webhooks``, each with its own secret, for every job of that key) and a job's
-own ``webhookUrl`` (signed with the key's *job secret*, ``GET /webhooks/job-secret``).
-
-The path of an event:
-
-1. the job change records a row in ``job_events`` (:mod:`localapi.core.jobs.events`);
-2. the :class:`Dispatcher` reads the feed from the position it keeps in ``settings``
-   (``webhook_feed_seq``) and, in one transaction, inserts a row per target into
-   ``webhook_deliveries`` (``insert or ignore`` on ``(target, event_seq)``: a feed read twice
-   after a crash makes no second delivery) and moves the position on;
-3. sender threads claim due rows (a lease, so two servers never send the same attempt at once),
-   POST them, and record the outcome: 2xx delivered; ``410`` disables the target; anything else
-   (a redirect, which is never followed, another status, a refused connection, a timeout) is
-   tried again on ``webhook_retry_seconds``.
-
-Whatever the server was doing when it died, the rows are still there at the next start: an
-event is delivered at least once, with the same ``FileKiln-Event-Id`` on every attempt.
-"""
+"""The outbox's two halves: feed events turned into delivery rows, and sender threads that post them."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import ipaddress
 import json
 import logging
 import queue
-import secrets
-import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
 from localapi import __version__
-from localapi.core.db import Database, new_id, now
-from localapi.core.errors import InvalidParams, NotFound
-from localapi.core.jobs.events import EventFeed, JobEvent
-from localapi.core.jobs.records import Job
+from localapi.core.db import new_id, now
+from localapi.core.jobs.events import JobEvent
+from localapi.core.webhooks.hooks import (
+    EVENTS,
+    FEED_POSITION,
+    JOB_TARGET,
+    KEEP_FINISHED,
+    LEASE_MARGIN,
+    DeliveryStatus,
+    RenderJob,
+    Webhooks,
+    drop_pending,
+    iso,
+    signature,
+)
+from localapi.core.webhooks.targets import TargetRefused
 
 log = logging.getLogger("filekiln.webhooks")
-
-EVENTS = ("job.created", "job.done", "job.failed", "job.canceled")  # what a hook may subscribe to
-FEED_POSITION = "webhook_feed_seq"  # the last job_events.seq turned into deliveries
-JOB_TARGET = "job:"  # the target of a job's own webhookUrl is "job:<job id>"; a hook's is its id
-MAX_URL = 2048
-LEASE_MARGIN = 30.0  # seconds past the timeout before another sender may take an attempt over
-KEEP_FINISHED = 7 * 86400.0  # delivered and abandoned rows are kept this long, for inquiries
-
-RenderJob = Callable[[Job], dict[str, Any]]
-
-
-class DeliveryStatus(StrEnum):
-    PENDING = "pending"  # due at next_attempt_at
-    DELIVERED = "delivered"  # the target answered 2xx
-    FAILED = "failed"  # every attempt of the schedule failed
-    DROPPED = "dropped"  # the hook was deleted or disabled (410) before it was delivered
-
-
-@dataclass(frozen=True)
-class Webhook:
-    id: str
-    key_id: str
-    url: str
-    events: tuple[str, ...]
-    created_at: float
-    disabled_at: float | None
-    disabled_reason: str | None
-
-
-class TargetRefused(Exception):
-    """The URL's host is not one webhooks may reach (see :class:`TargetPolicy`)."""
-
-
-def new_secret() -> str:
-    return "whsec_" + secrets.token_urlsafe(32)
-
-
-def signature(secret: str, timestamp: int, body: bytes) -> str:
-    """The ``FileKiln-Signature`` value: ``t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>``.
-
-    The HMAC key is the secret exactly as shown (``whsec_…``) in UTF-8."""
-    mac = hmac.new(secret.encode("utf-8"), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
-    return f"t={timestamp},v1={mac}"
-
-
-def iso(ts: float) -> str:
-    """A time as the API writes it (pydantic's JSON: UTC with a ``Z``)."""
-    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
-
-
-class TargetPolicy:
-    """Where deliveries may go: loopback, and the hosts listed in ``webhook_allowed_hosts``.
-
-    A key must not be able to make FileKiln probe the network it sits in. A URL is checked as
-    written when a hook or job is made, and again at each attempt after resolving its host: every
-    address must be loopback or inside a listed IP or network, unless the name itself is listed.
-    The connection then goes to the address that was checked, so a DNS answer that changes in
-    between (rebinding) cannot redirect it.
-    """
-
-    def __init__(self, allowed_hosts: Iterable[str]) -> None:
-        self.names: set[str] = set()
-        self.networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
-        for entry in allowed_hosts:
-            entry = entry.strip().strip("[]").lower()
-            if not entry:
-                continue
-            try:
-                self.networks.append(ipaddress.ip_network(entry, strict=False))
-            except ValueError:
-                self.names.add(entry.rstrip("."))
-
-    def address_allowed(self, address: str) -> bool:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-        return ip.is_loopback or any(ip in net for net in self.networks)
-
-    def check_url(self, url: str) -> str:
-        """``url`` if a hook may target it as written; otherwise :class:`TargetRefused`."""
-        parts = urlsplit(url)
-        host = (parts.hostname or "").rstrip(".")
-        if parts.scheme not in ("http", "https") or not host:
-            raise TargetRefused("must be an http:// or https:// URL with a host")
-        if host == "localhost" or host in self.names:
-            return url
-        try:
-            if self.address_allowed(host):
-                return url
-        except ValueError:  # a name nobody listed
-            pass
-        raise TargetRefused(f"{host} is not loopback and not in webhook_allowed_hosts")
-
-    def resolve(self, url: str) -> str:
-        """The address to connect to for ``url``, checked as the class docstring says."""
-        self.check_url(url)
-        parts = urlsplit(url)
-        host = (parts.hostname or "").rstrip(".")
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        try:
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError as exc:
-            raise TargetRefused(f"{host} does not resolve: {exc}") from None
-        addresses = [str(info[4][0]) for info in infos]
-        if not addresses:
-            raise TargetRefused(f"{host} does not resolve")
-        if host not in self.names:
-            outside = [a for a in addresses if not self.address_allowed(a)]
-            if outside:
-                raise TargetRefused(f"{host} resolves to {outside[0]}, outside loopback and webhook_allowed_hosts")
-        return addresses[0]
-
-
-class Webhooks:
-    """A key's hooks and its job secret; :meth:`start` runs the deliveries in this process."""
-
-    def __init__(self, db: Database, feed: EventFeed, allowed_hosts: Sequence[str], timeout: float,
-                 retry_seconds: Sequence[float]) -> None:
-        self.db = db
-        self.feed = feed
-        self.policy = TargetPolicy(allowed_hosts)
-        self.timeout = timeout
-        self.retry_seconds = tuple(retry_seconds)
-        self.dispatcher: Dispatcher | None = None
-
-    # ---- hooks ----
-
-    def check_url(self, url: str | None, field: str = "url") -> str | None:
-        """``url`` when webhooks may reach it; a 422 naming ``field`` otherwise."""
-        if url is None:
-            return None
-        try:
-            if len(url) > MAX_URL:
-                raise TargetRefused(f"longer than {MAX_URL} characters")
-            return self.policy.check_url(url)
-        except TargetRefused as exc:
-            raise InvalidParams(f"Webhooks cannot be sent to this URL: {exc}.", code="webhook_target_not_allowed",
-                                errors={field: [str(exc)]}) from None
-
-    def create(self, key_id: str, url: str, events: Sequence[str]) -> tuple[Webhook, str]:
-        """A hook for ``key_id``'s jobs; the secret is returned here and never again."""
-        self.check_url(url)
-        chosen = tuple(e for e in EVENTS if e in set(events))
-        if not chosen or len(chosen) != len(set(events)):
-            raise InvalidParams("Unknown webhook event.", errors={"events": [f"each one of {', '.join(EVENTS)}"]})
-        hook_id, secret = new_id("wh"), new_secret()
-        self.db.execute("insert into webhooks (id, key_id, url, events, secret, created_at) values (?, ?, ?, ?, ?, ?)",
-                        hook_id, key_id, url, json.dumps(chosen), secret, now())
-        return self.get(key_id, hook_id), secret
-
-    def get(self, key_id: str, hook_id: str) -> Webhook:
-        row = self.db.one("select * from webhooks where id = ? and key_id = ?", hook_id, key_id)
-        if row is None:
-            raise NotFound("No such webhook for this key.", code="webhook_not_found")
-        return _hook(row)
-
-    def list(self, key_id: str) -> list[Webhook]:
-        return [_hook(r) for r in self.db.all("select * from webhooks where key_id = ? order by created_at, id",
-                                              key_id)]
-
-    def delete(self, key_id: str, hook_id: str) -> None:
-        """Delete a hook; what it had not delivered yet is dropped."""
-        with self.db.transaction() as conn:
-            if not conn.execute("delete from webhooks where id = ? and key_id = ?", (hook_id, key_id)).rowcount:
-                raise NotFound("No such webhook for this key.", code="webhook_not_found")
-            _drop_pending(conn, hook_id)
-
-    # ---- the job secret: signs deliveries to jobs' own webhookUrl ----
-
-    def job_secret(self, key_id: str) -> tuple[str, float]:
-        """``key_id``'s job secret and when it was made; made on first use."""
-        self.db.execute("insert or ignore into webhook_job_secrets (key_id, secret, created_at) values (?, ?, ?)",
-                        key_id, new_secret(), now())
-        row = self.db.one("select secret, created_at from webhook_job_secrets where key_id = ?", key_id)
-        assert row is not None
-        return row["secret"], row["created_at"]
-
-    def rotate_job_secret(self, key_id: str) -> tuple[str, float]:
-        """A new job secret for ``key_id``; deliveries still pending are signed with it too."""
-        secret, t = new_secret(), now()
-        self.db.execute("insert into webhook_job_secrets (key_id, secret, created_at) values (?, ?, ?) "
-                        "on conflict (key_id) do update set secret = excluded.secret, created_at = excluded.created_at",
-                        key_id, secret, t)
-        return secret, t
-
-    # ---- running ----
-
-    def start(self, render: RenderJob, senders: int = 4) -> None:
-        """Deliver in this process: ``render`` turns a job into its API JSON (the HTTP face's ``JobOut``)."""
-        if self.dispatcher is None:
-            self.dispatcher = Dispatcher(self, render, senders)
-            self.dispatcher.start()
-
-    def stop(self) -> None:
-        if self.dispatcher is not None:
-            self.dispatcher.stop()
-            self.dispatcher = None
-
-
-def _hook(row: Any) -> Webhook:
-    return Webhook(id=row["id"], key_id=row["key_id"], url=row["url"], events=tuple(json.loads(row["events"])),
-                   created_at=row["created_at"], disabled_at=row["disabled_at"],
-                   disabled_reason=row["disabled_reason"])
-
-
-def _drop_pending(conn: Any, target: str) -> None:
-    conn.execute("update webhook_deliveries set status = ?, finished_at = ? where target = ? and status = ?",
-                 (DeliveryStatus.DROPPED, now(), target, DeliveryStatus.PENDING))
 
 
 class Dispatcher:
@@ -469,4 +245,5 @@ class Dispatcher:
                          " finished_at = ? where id = ?", (DeliveryStatus.DROPPED, now(), row["id"]))
             conn.execute("update webhooks set disabled_at = ?, disabled_reason = ? where id = ?"
                          " and disabled_at is null", (now(), "the target answered 410 Gone", row["target"]))
-            _drop_pending(conn, row["target"])
+            drop_pending(conn, row["target"])
+
