@@ -57,22 +57,27 @@ def image_job(client: httpx.Client, wait: float | None = None) -> httpx.Response
                        json={"tool": "image-convert", "inputFileIds": [ref["id"]], "outputFormat": "webp"})
 
 
-def read_events(response: httpx.Response, stop_after: int | None = None) -> list[tuple[int, str, dict[str, Any]]]:
-    """(id, event, data) of each event of an open SSE response, until it ends or ``stop_after`` events."""
-    events: list[tuple[int, str, dict[str, Any]]] = []
+def read_events_iter(response: httpx.Response) -> Iterator[tuple[int, str, dict[str, Any]]]:
     fields: dict[str, str] = {}
     for line in response.iter_lines():
         if line.startswith(":"):
             continue
         if line == "":
             if "data" in fields:
-                events.append((int(fields.get("id", "0")), fields["event"], json.loads(fields["data"])))
-                if stop_after is not None and len(events) >= stop_after:
-                    break
+                yield int(fields.get("id", "0")), fields["event"], json.loads(fields["data"])
             fields = {}
             continue
         name, _, value = line.partition(": ")
         fields[name] = value
+
+
+def read_events(response: httpx.Response, stop_after: int | None = None) -> list[tuple[int, str, dict[str, Any]]]:
+    """(id, event, data) of each event of an open SSE response, until it ends or ``stop_after`` events."""
+    events: list[tuple[int, str, dict[str, Any]]] = []
+    for event in read_events_iter(response):
+        events.append(event)
+        if stop_after is not None and len(events) >= stop_after:
+            break
     return events
 
 
@@ -218,20 +223,6 @@ def test_the_key_feed_needs_a_key_and_shows_only_that_keys_jobs(server: Server, 
         follower.join(60)
     assert not follower.is_alive()
     assert {e[2]["id"] for e in seen} == {mine}, seen
-
-
-def read_events_iter(response: httpx.Response) -> Iterator[tuple[int, str, dict[str, Any]]]:
-    fields: dict[str, str] = {}
-    for line in response.iter_lines():
-        if line.startswith(":"):
-            continue
-        if line == "":
-            if "data" in fields:
-                yield int(fields.get("id", "0")), fields["event"], json.loads(fields["data"])
-            fields = {}
-            continue
-        name, _, value = line.partition(": ")
-        fields[name] = value
 
 
 def test_two_hundred_streams_all_see_the_job_end_and_leave_nothing_behind(
