@@ -74,18 +74,20 @@ def _die_with_parent() -> None:
 def kill_tree(target: int | subprocess.Popen[Any], *, wait: float = 2.0) -> None:
     """Kill a process, its process group and every descendant still alive, now; never raises.
 
-    The group is signalled first: one system call ends the process and everything it started in its group
-    at once, even while the process is deep in the kernel. Then a sweep kills the stragglers that left the
-    group and waits for the victims to be gone (exited, not necessarily reaped: an orphan is reaped by init
-    whenever init gets to it). The sweep reads ``/proc``, which can stall for seconds on a loaded machine
-    while a victim tears down a large address space, so it runs on a thread of its own and the caller waits
-    for it at most ``wait`` seconds: a job's end is never held up by it.
+    ``target`` leads its own process group (every process FileKiln starts does). First its
+    descendants are listed, for those that left the group (an engine that starts a session of its
+    own): once the target is dead they are orphans, and nothing leads to them any more. Listing
+    reads ``/proc``, which can stall for seconds on a loaded machine while a victim is busy in the
+    kernel, so it gets ``LIST_BUDGET`` seconds on a thread of its own: then the group is signalled
+    whatever the list's state, and the list's members are killed as soon as it is done. The caller
+    waits at most ``wait`` seconds for the victims to be gone (exited, not necessarily reaped).
     """
     pid = target if isinstance(target, int) else target.pid
+    sweep = _Sweep(pid)
+    sweep.listed.wait(LIST_BUDGET)
     if os.name != "nt":
         try:
-            if os.getpgid(pid) == pid:  # it leads its own group (every process we start does)
-                os.killpg(pid, signal.SIGKILL)
+            os.killpg(pid, signal.SIGKILL)  # even when the leader itself is gone, its group may not be
         except (ProcessLookupError, PermissionError):
             pass
     try:
@@ -95,9 +97,8 @@ def kill_tree(target: int | subprocess.Popen[Any], *, wait: float = 2.0) -> None
             target.kill()
     except OSError:
         pass
-    sweep = threading.Thread(target=_sweep, args=(pid, wait), daemon=True, name=f"sweep-{pid}")
-    sweep.start()
-    sweep.join(wait)
+    sweep.killed.set()
+    sweep.done.wait(wait)
     if not isinstance(target, int):
         try:
             target.wait(timeout=0.1)  # reap it now if it is gone; never hold the caller up for it
@@ -105,21 +106,42 @@ def kill_tree(target: int | subprocess.Popen[Any], *, wait: float = 2.0) -> None
             pass
 
 
-def _sweep(pid: int, wait: float) -> None:
-    """Kill what is left of ``pid``'s tree (descendants in other groups) and wait for all of it to be gone."""
-    import psutil
+LIST_BUDGET = 0.5  # seconds kill_tree waits for the list of descendants before it signals the group anyway
 
-    try:
-        victims = [psutil.Process(pid)]
-        victims.extend(victims[0].children(recursive=True))
-    except psutil.Error:
-        return
-    for victim in victims[1:]:
+
+class _Sweep:
+    """Lists ``pid``'s descendants, then (once the group has been signalled) kills them and waits them out."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.listed = threading.Event()
+        self.killed = threading.Event()
+        self.done = threading.Event()
+        threading.Thread(target=self._run, daemon=True, name=f"sweep-{pid}").start()
+
+    def _run(self) -> None:
+        import psutil
+
         try:
-            victim.kill()
-        except psutil.Error:
-            pass
-    wait_gone(victims, timeout=wait)
+            try:
+                victims = [psutil.Process(self.pid)]
+                victims.extend(victims[0].children(recursive=True))
+            except psutil.Error:
+                victims = []
+            self.listed.set()
+            self.killed.wait()
+            for victim in victims[1:]:
+                try:
+                    victim.kill()
+                except psutil.Error:
+                    pass
+            wait_gone(victims, timeout=WAIT_GONE_SECONDS)
+        finally:
+            self.listed.set()
+            self.done.set()
+
+
+WAIT_GONE_SECONDS = 5.0
 
 
 def wait_gone(procs: Sequence[psutil.Process], timeout: float) -> None:

@@ -7,6 +7,7 @@ way, and the request is refused the moment it passes the limit.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 from dataclasses import dataclass, field
 
@@ -106,11 +107,21 @@ async def receive_upload(request: Request, store: FileStore, limit: int) -> Uplo
         "on_part_data": on_part_data, "on_part_end": on_part_end,
     }, max_header_count=8, max_header_size=8192)
 
-    async def flush() -> None:
+    # The disk write and the hash of one batch run on a thread while the next batch is read and
+    # parsed here: one batch in flight at a time, so memory stays at two batches whatever the size.
+    in_flight: asyncio.Future[None] | None = None
+
+    async def flush(final: bool = False) -> None:
+        nonlocal pending, in_flight
+        if in_flight is not None:
+            await in_flight
+            in_flight = None
         if sink is not None and pending:
-            chunk = bytes(pending)
-            pending.clear()
-            await anyio.to_thread.run_sync(sink.write, chunk)
+            chunk, pending = pending, bytearray()
+            in_flight = asyncio.get_running_loop().run_in_executor(None, sink.write, chunk)
+        if final and in_flight is not None:
+            await in_flight
+            in_flight = None
 
     try:
         async for chunk in request.stream():
@@ -124,20 +135,23 @@ async def receive_upload(request: Request, store: FileStore, limit: int) -> Uplo
             if len(pending) >= WRITE_BATCH:
                 await flush()
         parser.finalize()
-        await flush()
+        await flush(final=True)
         if sink is not None:
             await anyio.to_thread.run_sync(sink.finish)
     except OSError as exc:
+        await _settle(in_flight)
         if sink is not None:
             sink.discard()
         if exc.errno == errno.ENOSPC:
             raise InsufficientStorage("The disk holding FileKiln's data is full.") from None
         raise
     except ClientDisconnect:
+        await _settle(in_flight)
         if sink is not None:
             sink.discard()
         raise BadRequest("The upload was interrupted.", code="upload_interrupted") from None
     except BaseException:
+        await _settle(in_flight)
         if sink is not None:
             sink.discard()
         raise
@@ -145,3 +159,12 @@ async def receive_upload(request: Request, store: FileStore, limit: int) -> Uplo
         raise BadRequest("The multipart body has no part named 'file'.", code="malformed_request",
                          errors={"file": ["required"]})
     return Upload(sink=sink, filename=filename, fields=fields)
+
+
+async def _settle(write: asyncio.Future[None] | None) -> None:
+    """Let a batch still being written finish (or fail) before its file is removed."""
+    if write is not None:
+        try:
+            await asyncio.shield(write)
+        except BaseException:  # its own error, or a cancel of this request: the file goes either way
+            pass

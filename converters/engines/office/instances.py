@@ -78,7 +78,7 @@ class OfficeInstance:
             self._office = subprocess.Popen(
                 listen_command(self.soffice, self.profile, pipe),
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                env=self.env, **popen_kwargs(die_with_parent=self.state_file is None),  # type: ignore[call-overload]
+                env=self.env, **popen_kwargs(die_with_parent=False),  # type: ignore[call-overload]
             )
             if self.state_file is not None:
                 write_state(self.state_file, self._office.pid, pipe)
@@ -87,7 +87,7 @@ class OfficeInstance:
             self._bridge = subprocess.Popen(
                 bridge_command(self.python, pipe),
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, encoding="utf-8",
-                bufsize=1, **popen_kwargs(),  # type: ignore[call-overload]
+                bufsize=1, **popen_kwargs(die_with_parent=False),  # type: ignore[call-overload]
             )
         finally:
             log.close()
