@@ -117,9 +117,10 @@ def test_a_change_of_state_reaches_the_model_soon_after_its_event(
     events = {e.job.status: e.created_at for e in service.events.since(0, job_id=job_ids[0]) if e.type != PROGRESS}
     latency = {status: shown[status] - events[status] for status in shown}
     assert set(latency) >= {JobStatus.QUEUED, JobStatus.DONE}, latency
-    # the product's goal is 100 ms (bench/bench_desktop_events.py measures it); a loaded 2-core
-    # machine may stall any process for a while, so the test allows a second
-    assert all(0 <= seconds < 1.0 for seconds in latency.values()), latency
+    # Each state came by the feed, not by the sweep that runs every 30 s. How soon is a figure for
+    # bench/bench_desktop_events.py (goal 100 ms): here a loaded 2-core machine may stall the test's
+    # process for seconds, which says nothing about the product.
+    assert all(0 <= seconds < 10.0 for seconds in latency.values()), latency
 
 
 def test_a_burst_of_progress_is_applied_in_batches_and_a_state_change_at_once(
