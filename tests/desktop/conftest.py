@@ -85,15 +85,16 @@ def window(desktop: Desktop, recorder: Recorder, qtbot: QtBot) -> Iterator[MainW
 
 @pytest.fixture(scope="session")
 def slow_pdf(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An image-heavy 20-page PDF: pdf-compress at level extreme takes several seconds on it.
+    """An image-heavy 60-page PDF: pdf-compress at level extreme takes several seconds on it even on
+    a quiet machine, reporting progress page after page.
 
-    Two distinct pages repeated (making 20 distinct ones costs a minute on a busy machine);
+    Two distinct pages repeated (making 60 distinct ones costs minutes on a busy machine);
     each copy keeps its own images, so the work per page is the same."""
     import pymupdf
 
     pages = pymupdf.open(stream=image_pdf_bytes(pages=2, size=1400), filetype="pdf")
     doc = pymupdf.open()
-    for _ in range(10):
+    for _ in range(30):
         doc.insert_pdf(pages)
     path = tmp_path_factory.mktemp("slow") / "scan.pdf"
     doc.save(path)

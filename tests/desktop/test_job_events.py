@@ -116,7 +116,8 @@ def test_a_change_of_state_reaches_the_model_soon_after_its_event(
         pass
     events = {e.job.status: e.created_at for e in service.events.since(0, job_id=job_ids[0]) if e.type != PROGRESS}
     latency = {status: shown[status] - events[status] for status in shown}
-    assert set(latency) >= {JobStatus.QUEUED, JobStatus.DONE}, latency
+    # QUEUED may be superseded before it is drawn (an idle worker takes a job at once): newest wins
+    assert JobStatus.DONE in latency, latency
     # Each state came by the feed, not by the sweep that runs every 30 s. How soon is a figure for
     # bench/bench_desktop_events.py (goal 100 ms): here a loaded 2-core machine may stall the test's
     # process for seconds, which says nothing about the product.
