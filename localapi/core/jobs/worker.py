@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import os
 import queue
 import shutil
@@ -30,8 +29,6 @@ from localapi.core.jobs.messages import InputSpec, JobSpec
 from localapi.core.jobs.records import Job
 from localapi.core.jobs.runner import ChildPool, Outcome, run_supervised
 from localapi.core.states import JobStatus
-
-log = logging.getLogger("filekiln.worker")
 
 MAX_ATTEMPTS = 2  # a job interrupted by a dead worker is retried once
 STALE_HEARTBEAT = 60.0
