@@ -253,7 +253,7 @@ def test_playlists_behind_a_media_signature_fail_as_unsafe_input(
     for job_id in jobs:
         job = wait_job(client, job_id)
         assert (job["status"], job["errorCode"]) == ("FAILED", "unsafe_input"), job
-        assert_problem(client.get(f"/jobs/{job_id}/result"), 409, "job_not_finished")
+        assert_problem(client.get(f"/jobs/{job_id}/result"), 409, "job_failed")
         assert_nothing_leaked(client, job, canaries)
     assert_no_canary_in_data_dir(server, canaries)
 

@@ -16,6 +16,7 @@ from converters.catalogue import Catalogue
 from localapi.core.db import Database, new_id, now
 from localapi.core.errors import (
     Conflict,
+    Gone,
     InvalidParams,
     JobNotFinished,
     JobNotFound,
@@ -138,10 +139,19 @@ class JobService:
     def result(self, job_id: str, caller: Caller) -> Result:
         job = self.get(job_id, caller)
         if job.status != JobStatus.DONE:
-            raise JobNotFinished(f"Job {job_id} is {job.status}, not DONE.", headers={"Retry-After": "1"})
-        files = [self.files.get(fid, any_owner=True) for fid in job.result_file_ids]
-        bundle = self.files.get(job.bundle_file_id, any_owner=True) if job.bundle_file_id else None
+            raise _no_result(job)
+        files = [self._result_file(fid) for fid in job.result_file_ids]
+        bundle = self._result_file(job.bundle_file_id) if job.bundle_file_id else None
         return Result(job, files, bundle)
+
+    def _result_file(self, file_id: str) -> StoredFile:
+        """A result file; 410 once it is gone, purged or deleted: the job itself still exists."""
+        f = self.files.get(file_id, any_owner=True, include_deleted=True)
+        if f.deleted_at is None:
+            return f
+        if f.expires_at <= f.deleted_at:
+            raise Gone("The job's results were purged when their retention ended.", code="result_expired")
+        raise Gone("The job's results were deleted.", code="result_deleted")
 
     # ---- changes ----
 
@@ -177,3 +187,12 @@ class JobService:
             "select 1 from jobs where status in (?, ?) and input_file_ids like ? limit 1",
             JobStatus.QUEUED, JobStatus.PROCESSING, f'%"{file_id}"%')
         return row is not None
+
+
+def _no_result(job: Job) -> ServiceError:
+    """Why a job has no result: not yet (ask again in a second), or never (it failed or was canceled)."""
+    if job.status == JobStatus.FAILED:
+        return Conflict(f"Job {job.id} failed ({job.error_code}); it has no result.", code="job_failed")
+    if job.status == JobStatus.CANCELED:
+        return Conflict(f"Job {job.id} was canceled; it has no result.", code="job_canceled")
+    return JobNotFinished(f"Job {job.id} is {job.status}, not DONE.", headers={"Retry-After": "1"})

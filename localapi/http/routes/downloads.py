@@ -84,7 +84,11 @@ async def download(
         raise InvalidSignature("The download link was altered or is not from this FileKiln.")
     if verdict == "expired":
         raise Gone("The download link has expired; ask GET /jobs/{id}/result for a new one.", code="link_expired")
-    stored = await anyio.to_thread.run_sync(lambda: service.files.get(file_id, any_owner=True))
+    stored = await anyio.to_thread.run_sync(lambda: service.files.get(file_id, any_owner=True, include_deleted=True))
+    if stored.deleted_at is not None:  # a link to a file that was there: 410, whoever removed it
+        if stored.expires_at <= stored.deleted_at:
+            raise Gone("The file was purged when its retention ended.", code="file_expired")
+        raise Gone("The file was deleted.", code="file_deleted")
     try:
         # opened before anything else: a purge that unlinks it now cannot truncate this download
         f = await anyio.to_thread.run_sync(lambda: open(service.files.path_of(stored.id), "rb"))  # noqa: SIM115

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from localapi.core.errors import InvalidParams, ServiceError
+from localapi.core.errors import InvalidParams
 from localapi.core.files import StoredFile
 from localapi.core.idempotency import request_hash
 from localapi.core.jobs import Caller, Job, quota_headers
@@ -137,14 +137,7 @@ def link_for(service: Service, request: Request, f: StoredFile, now: float) -> t
 @router.get("/{id}/result", response_model=ResultOut, responses=problems(401, 404, 409, 410, 429))
 def get_result(job: JobDep, service: ServiceDep, request: Request) -> ResultOut:
     """Signed download links of a DONE job's output: one file, or a ZIP of several."""
-    caller = Caller(any_owner=True)
-    try:
-        result = service.jobs.result(job.id, caller)
-    except ServiceError as exc:
-        if exc.status == 410:
-            exc.code = "result_expired"
-            exc.detail = "The job's results were purged when their retention ended."
-        raise
+    result = service.jobs.result(job.id, Caller(any_owner=True))
     now = time.time()
     files = []
     for f in result.files:

@@ -1,0 +1,73 @@
+"""What the server answers around the edges: results of jobs that did not succeed, methods a path
+does not take, HEAD on download links, the docs page's own assets and headers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import Server, assert_problem, module_server, png_bytes, start_server, upload, wait_job
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    yield from module_server(tmp_path_factory, "responses")
+
+
+@pytest.fixture(scope="module")
+def client(server: Server) -> Iterator[httpx.Client]:
+    with server.client(server.create_key()) as c:
+        yield c
+
+
+def done_job(client: httpx.Client) -> dict[str, str]:
+    ref = upload(client, "a.png", png_bytes())
+    job = client.post("/jobs", json={"tool": "image-convert", "inputFileIds": [ref["id"]],
+                                     "outputFormat": "webp"}).json()
+    assert wait_job(client, job["id"])["status"] == "DONE"
+    return dict(client.get(f"/jobs/{job['id']}/result").json(), jobId=job["id"])
+
+
+# ---------------------------------------------------------------- results of jobs that did not succeed
+
+
+def test_result_of_a_failed_job_is_job_failed_without_retry_after(client: httpx.Client) -> None:
+    whole = png_bytes(200, 200)
+    ref = upload(client, "broken.png", whole[: len(whole) // 2])  # a PNG by its signature, cut off
+    job = client.post("/jobs", json={"tool": "image-convert", "inputFileIds": [ref["id"]],
+                                     "outputFormat": "webp"}).json()
+    assert wait_job(client, job["id"])["status"] == "FAILED"
+    r = client.get(f"/jobs/{job['id']}/result")
+    assert_problem(r, 409, "job_failed")
+    assert "retry-after" not in r.headers  # waiting will not make a failed job succeed
+
+
+def test_result_of_a_canceled_job_is_job_canceled_without_retry_after(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    srv = start_server(data, tmp_path / "server.log", "--workers", "0")  # the job stays QUEUED until canceled
+    try:
+        with srv.client(srv.create_key()) as c:
+            ref = upload(c, "a.png", png_bytes())
+            job = c.post("/jobs", json={"tool": "image-convert", "inputFileIds": [ref["id"]]}).json()
+            r = c.get(f"/jobs/{job['id']}/result")
+            assert_problem(r, 409, "job_not_finished")
+            assert r.headers["Retry-After"] == "1"  # still worth asking again
+            assert c.post(f"/jobs/{job['id']}/cancel").json()["status"] == "CANCELED"
+            r = c.get(f"/jobs/{job['id']}/result")
+            assert_problem(r, 409, "job_canceled")
+            assert "retry-after" not in r.headers
+    finally:
+        srv.stop()
+
+
+def test_a_deleted_result_is_gone_not_unknown(client: httpx.Client) -> None:
+    """The job is still there, its result was deleted: 410, like a result retention purged."""
+    result = done_job(client)
+    file_id = result["files"][0]["id"]  # type: ignore[index]
+    assert client.delete(f"/files/{file_id}").status_code == 204
+    assert_problem(client.get(f"/jobs/{result['jobId']}/result"), 410, "result_deleted")
+    assert_problem(httpx.get(result["downloadUrl"]), 410, "file_deleted")
