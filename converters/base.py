@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SecretStr
 from pydantic.alias_generators import to_camel
 
 GB = 1024**3
@@ -46,9 +46,38 @@ class Cancelled(Exception):
 
 
 class Params(BaseModel):
-    """Base of every tool's parameter model: unknown keys are an error."""
+    """Base of every tool's parameter model: unknown keys are an error.
+
+    A param typed ``SecretStr`` (a password) is secret: :meth:`public` shows it as ``"***"``, and
+    the job service never stores it beyond the job's run (see ``localapi.core.jobs.sealed``).
+    """
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    def secret_names(self) -> set[str]:
+        """The JSON names of the secret params that were given."""
+        names = set()
+        for name, info in type(self).model_fields.items():
+            if isinstance(getattr(self, name), SecretStr) and name in self.model_fields_set:
+                names.add(info.alias or name)
+        return names
+
+    def public(self) -> dict[str, Any]:
+        """The params as given, by JSON name, with every secret shown as ``"***"``."""
+        data = self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        return {name: SECRET_MASK if name in self.secret_names() else value for name, value in data.items()}
+
+    def revealed(self) -> dict[str, Any]:
+        """The params as given, by JSON name, secrets included: only for handing to the tool."""
+        data = self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        for name, info in type(self).model_fields.items():
+            value = getattr(self, name)
+            if isinstance(value, SecretStr) and (info.alias or name) in data:
+                data[info.alias or name] = value.get_secret_value()
+        return data
+
+
+SECRET_MASK = "***"
 
 
 class CamelParams(Params):

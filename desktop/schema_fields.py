@@ -128,7 +128,7 @@ def _field(name: str, prop: dict[str, Any], required: bool) -> FieldSpec:
         nullable=nullable, options=options, minimum=minimum, maximum=maximum,
         exclusive_minimum=exclusive_min, exclusive_maximum=exclusive_max, pattern=body.get("pattern"),
         min_length=body.get("minLength"), max_length=body.get("maxLength"),
-        secret="password" in name.lower(),
+        secret=body.get("format") == "password" or "password" in name.lower(),
     )
 
 

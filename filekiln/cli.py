@@ -316,7 +316,7 @@ def cmd_convert(args: argparse.Namespace, settings: Settings) -> int:
         out_dir = Path(tmp) / "out"
         out_dir.mkdir()
         spec = JobSpec(tool=tool.id, inputs=[InputSpec(str(i.path), i.format, i.name) for i in inputs],
-                       params=model.model_dump(mode="json", by_alias=True, exclude_unset=True),
+                       params=model.revealed(),
                        output_format=fmt, out_dir=str(out_dir), models_dir=str(env.models_dir),
                        settings=dict(env.settings), memory_limit_mb=settings.job_memory_limit_mb)
         bar = ProgressBar(sys.stderr)

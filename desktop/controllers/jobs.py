@@ -76,6 +76,7 @@ class JobsController(QObject):
         super().__init__(parent)
         self.service = service
         self.deliveries = deliveries
+        self._given: dict[str, dict[str, Any]] = {}  # params as given to jobs of this run, passwords included
         self.tool_titles = dict(tool_titles)
         self.coalesce_ms = coalesce_ms
         self.limit = limit
@@ -316,6 +317,7 @@ class JobsController(QObject):
                     errors.append((group, exc))
                     continue
                 target = folder if folder is not None else group[0].parent
+                self._given[job.id] = params  # passwords are not kept with the job: a retry needs them
                 self.deliveries.add(Delivery(job.id, str(target), policy, batch, tuple(str(p) for p in group)))
                 job_ids.append(job.id)
             return job_ids, errors
@@ -373,8 +375,9 @@ class JobsController(QObject):
         previous = self.deliveries.get(row.id)
 
         def work() -> list[str]:
-            job = self.service.jobs.create(Caller(), row.tool, list(row.input_file_ids), row.params,
-                                           row.output_format)
+            params = self._given.get(row.id, row.params)
+            job = self.service.jobs.create(Caller(), row.tool, list(row.input_file_ids), params, row.output_format)
+            self._given[job.id] = params
             if previous is not None:
                 self.deliveries.add(Delivery(job.id, previous.folder, previous.policy, batch, previous.inputs))
             return [job.id]

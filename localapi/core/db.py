@@ -80,6 +80,7 @@ create index if not exists webhook_deliveries_due on webhook_deliveries (status,
 # columns added since a table was first released: a data dir made by an earlier FileKiln gains them at start
 COLUMNS_ADDED = (
     ("jobs", "webhook_url", "text"),
+    ("jobs", "secret_params", "text"),  # sealed passwords, until the job ends (jobs/sealed.py)
 )
 
 

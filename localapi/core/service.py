@@ -21,6 +21,7 @@ from localapi.core.files import FileStore
 from localapi.core.idempotency import IdempotencyStore
 from localapi.core.jobs import Caller, Job, JobService
 from localapi.core.jobs.events import EventFeed
+from localapi.core.jobs.sealed import Sealer
 from localapi.core.jobs.worker import JobSettings, JobWorker
 from localapi.core.keys import KeyService
 from localapi.core.queue import JobQueue, WorkerPool
@@ -63,14 +64,16 @@ class Service:
         catalogue = catalogue or load_catalogue()
         queue = JobQueue(data / "queue.db")
         events = EventFeed(db)
+        sealer = Sealer(data / "params.key")
         switches = Switches(db, ToolEnv(models_dir=data / "models", settings=dict(settings.tools)))
         worker = JobWorker(db, files, catalogue, JobSettings(
             jobs_dir=data / "jobs", models_dir=data / "models",
             tool_settings=dict(settings.tools), memory_limit_mb=settings.job_memory_limit_mb,
-            tool_timeouts=dict(settings.tool_timeouts)), enqueue=queue.enqueue, events=events)
+            tool_timeouts=dict(settings.tool_timeouts)), enqueue=queue.enqueue, events=events, sealer=sealer)
         return cls(
             settings=settings, db=db, files=files, keys=KeyService(db), switches=switches,
-            jobs=JobService(db, files, catalogue, switches, enqueue=queue.enqueue, data_dir=data, events=events),
+            jobs=JobService(db, files, catalogue, switches, enqueue=queue.enqueue, data_dir=data, events=events,
+                            sealer=sealer),
             events=events,
             worker=worker, queue=queue,
             signer=LinkSigner(bytes.fromhex(db.setting_once("signing_secret", secrets.token_hex(32)))),

@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 
 from converters.base import CamelParams, Context, ConversionError, InputFile, atomic_output
 from converters.engines.mupdf import open_pdf, save_pdf
@@ -34,8 +34,8 @@ INFO_KEYS = ("title", "author", "subject", "keywords", "creator", "producer", "c
 
 
 class ProtectParams(CamelParams):
-    user_password: str = Field(..., min_length=1, max_length=127, description="Password needed to open the PDF.")
-    owner_password: str | None = Field(
+    user_password: SecretStr = Field(..., min_length=1, max_length=127, description="Password needed to open the PDF.")
+    owner_password: SecretStr | None = Field(
         None,
         min_length=1,
         max_length=127,
@@ -69,8 +69,8 @@ class PdfProtect(PdfTool):
                 doc,
                 ctx.output_path(stem_of(source), "pdf"),
                 encryption=pymupdf.PDF_ENCRYPT_AES_256,  # type: ignore[attr-defined]
-                user_pw=params.user_password,
-                owner_pw=params.owner_password or params.user_password,
+                user_pw=params.user_password.get_secret_value(),
+                owner_pw=(params.owner_password or params.user_password).get_secret_value(),
                 permissions=flags,
             )
         finally:
@@ -82,7 +82,7 @@ class PdfProtect(PdfTool):
 
 
 class UnlockParams(CamelParams):
-    password: str = Field(..., max_length=127, description="The PDF's user or owner password.")
+    password: SecretStr = Field(..., max_length=127, description="The PDF's user or owner password.")
 
 
 class PdfUnlock(PdfTool):
@@ -101,7 +101,7 @@ class PdfUnlock(PdfTool):
         doc = open_pdf(source.path, allow_encrypted=True)
         try:
             if doc.needs_pass:
-                if not doc.authenticate(params.password):
+                if not doc.authenticate(params.password.get_secret_value()):
                     raise ConversionError("wrong_password", "The password is wrong: the PDF could not be decrypted.")
                 if doc.page_count == 0:
                     raise ConversionError("damaged_input", "The PDF has no pages that can be read.")

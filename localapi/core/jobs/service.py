@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from converters.base import InputFile, Tool
+from converters.base import SECRET_MASK, InputFile, Tool
 from converters.catalogue import Catalogue
 from localapi.core.db import Database, new_id, now
 from localapi.core.errors import (
@@ -27,6 +27,7 @@ from localapi.core.errors import (
 from localapi.core.files import FileStore, StoredFile
 from localapi.core.jobs.events import CREATED, DELETED, TYPE_OF_STATUS, EventFeed, append
 from localapi.core.jobs.records import Caller, Job, JobPage, Result, quota_headers
+from localapi.core.jobs.sealed import Sealer
 from localapi.core.jobs.validation import check_input_file, check_request, precheck
 from localapi.core.keys import today
 from localapi.core.states import JobStatus
@@ -35,8 +36,9 @@ from localapi.core.switches import Switches
 
 class JobService:
     def __init__(self, db: Database, files: FileStore, catalogue: Catalogue, switches: Switches,
-                 enqueue: Callable[[str], None], data_dir: Path, events: EventFeed) -> None:
+                 enqueue: Callable[[str], None], data_dir: Path, events: EventFeed, sealer: Sealer) -> None:
         self.db = db
+        self.sealer = sealer
         self.events = events
         self.files = files
         self.catalogue = catalogue
@@ -54,6 +56,10 @@ class JobService:
                               headers={"Retry-After": "60"})
         tool, model, fmt = check_request(self.catalogue, self.switches, tool_id, params, output_format,
                                          len(input_file_ids))
+        masked = sorted(name for name in model.secret_names() if model.revealed()[name] == SECRET_MASK)
+        if masked:  # params copied from a job as shown: its passwords are not kept, and "***" is not one
+            raise InvalidParams("Give the password again: a job's passwords are not kept.",
+                                errors={f"params.{name}": ["give the value again"] for name in masked})
         stored: list[StoredFile] = []
         for index, file_id in enumerate(input_file_ids):
             try:
@@ -87,12 +93,13 @@ class JobService:
                         headers=quota_headers(key.daily_job_quota, used))
                 conn.execute("insert into usage (key_id, day, jobs) values (?, ?, 1) "
                              "on conflict (key_id, day) do update set jobs = jobs + 1", (key.id, today()))
+            revealed = model.revealed()
             conn.execute(
                 "insert into jobs (id, key_id, tool, status, progress, output_format, params, input_file_ids,"
-                " created_at, updated_at, webhook_url) values (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)",
-                (job_id, caller.key_id, tool.id, JobStatus.QUEUED, fmt,
-                 json.dumps(model.model_dump(mode="json", by_alias=True, exclude_unset=True)),
-                 json.dumps(list(input_file_ids)), t, t, webhook_url),
+                " created_at, updated_at, webhook_url, secret_params) values (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)",
+                (job_id, caller.key_id, tool.id, JobStatus.QUEUED, fmt, json.dumps(model.public()),
+                 json.dumps(list(input_file_ids)), t, t, webhook_url,
+                 self.sealer.seal({name: revealed[name] for name in model.secret_names()})),
             )
             append(conn, job_id, CREATED)
             append(conn, job_id, TYPE_OF_STATUS[JobStatus.QUEUED])
@@ -162,7 +169,7 @@ class JobService:
         changed = self.events.change(
             job.id, TYPE_OF_STATUS[JobStatus.CANCELED],
             "update jobs set status = ?, finished_at = ?, updated_at = ?, error_code = 'canceled',"
-            " error_message = 'Canceled on request.' where id = ? and status in (?, ?)",
+            " error_message = 'Canceled on request.', secret_params = null where id = ? and status in (?, ?)",
             JobStatus.CANCELED, now(), now(), job.id, JobStatus.QUEUED, JobStatus.PROCESSING)
         if not changed:
             raise Conflict(f"Job {job_id} is already {self.get(job_id, caller).status}.", code="job_finished")

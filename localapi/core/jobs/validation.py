@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from converters.base import ConversionError, InputFile, Tool, ToolEnv
+from converters.base import ConversionError, InputFile, Params, Tool, ToolEnv
 from converters.catalogue import Catalogue
 from converters.inputs.safety import check_input
 from localapi.core.errors import FileTooLarge, InvalidParams, Unavailable, UnsupportedFormat
@@ -20,7 +20,7 @@ from localapi.core.switches import Switches
 
 
 def check_request(catalogue: Catalogue, switches: Switches, tool_id: str, params: dict[str, Any] | None,
-                  output_format: str | None, input_count: int) -> tuple[Tool, BaseModel, str]:
+                  output_format: str | None, input_count: int) -> tuple[Tool, Params, str]:
     """The tool, its validated params and the output format; raises a ServiceError naming what is wrong."""
     tool = catalogue.get(tool_id)
     if tool is None:

@@ -28,6 +28,7 @@ from localapi.core.jobs.events import PROGRESS, TYPE_OF_STATUS, EventFeed
 from localapi.core.jobs.messages import InputSpec, JobSpec
 from localapi.core.jobs.records import Job
 from localapi.core.jobs.runner import ChildPool, Outcome, run_supervised
+from localapi.core.jobs.sealed import Sealer
 from localapi.core.states import JobStatus
 
 MAX_ATTEMPTS = 2  # a job interrupted by a dead worker is retried once
@@ -115,8 +116,10 @@ class JobWorker:
     """Runs queued jobs: one call of :meth:`execute` per job id the queue hands a worker thread."""
 
     def __init__(self, db: Database, files: FileStore, catalogue: Catalogue, settings: JobSettings,
-                 enqueue: Callable[[str], None], events: EventFeed, identity: str | None = None) -> None:
+                 enqueue: Callable[[str], None], events: EventFeed, sealer: Sealer,
+                 identity: str | None = None) -> None:
         self.db = db
+        self.sealer = sealer
         self.events = events
         self.files = files
         self.catalogue = catalogue
@@ -194,7 +197,9 @@ class JobWorker:
         for file_id in job.input_file_ids:
             f = self.files.get(file_id, any_owner=True)
             inputs.append(InputSpec(str(self.files.path_of(f.id)), f.format or "", f.original_name))
-        return JobSpec(tool=tool.id, inputs=inputs, params=job.params,
+        row = self.db.one("select secret_params from jobs where id = ?", job.id)
+        params = {**job.params, **self.sealer.unseal(row["secret_params"] if row else None)}
+        return JobSpec(tool=tool.id, inputs=inputs, params=params,
                        output_format=job.output_format or tool.produces[0], out_dir=str(out_dir),
                        models_dir=str(self.settings.models_dir), settings=dict(self.settings.tool_settings),
                        slots=slots, memory_limit_mb=self.settings.memory_limit_mb)
@@ -274,7 +279,7 @@ class JobWorker:
         changed = self.events.change(
             job.id, TYPE_OF_STATUS[JobStatus.DONE],
             "update jobs set status = ?, progress = 100, result_file_ids = ?, bundle_file_id = ?, notes = ?,"
-            " finished_at = ?, updated_at = ? where id = ? and status = ?",
+            " finished_at = ?, updated_at = ?, secret_params = null where id = ? and status = ?",
             JobStatus.DONE, json.dumps([s.id for s in stored]), bundle.id if bundle else None, json.dumps(notes), t,
             t, job.id, JobStatus.PROCESSING)
         if not changed:  # canceled (or deleted) while the results were being stored
@@ -287,8 +292,9 @@ class JobWorker:
         t = now()
         self.events.change(
             job_id, TYPE_OF_STATUS[status],
-            "update jobs set status = ?, error_code = ?, error_message = ?, finished_at = ?, updated_at = ?"
-            " where id = ? and status = ?", status, code, message, t, t, job_id, JobStatus.PROCESSING)
+            "update jobs set status = ?, error_code = ?, error_message = ?, finished_at = ?, updated_at = ?,"
+            " secret_params = null where id = ? and status = ?", status, code, message, t, t, job_id,
+            JobStatus.PROCESSING)
 
     def _requeue(self, job_id: str, *, count_attempt: bool) -> None:
         self.events.change(

@@ -1,0 +1,108 @@
+"""Passwords in job params (``pdf-protect``, ``pdf-unlock``): used by the tool, never stored in clear,
+never returned, never logged, and gone from the database once the job has ended."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pymupdf
+
+from tests.conftest import Server, assert_problem, image_pdf_bytes, start_server, upload, wait_job
+
+USER_PW = "Tr0ub4dor-user-8c1f"
+OWNER_PW = "Corr3ct-owner-53aa"
+WRONG_PW = "not-the-pw-e71b"
+SECRETS = (USER_PW.encode(), OWNER_PW.encode(), WRONG_PW.encode())
+
+
+def everything_under(root: Path) -> list[tuple[Path, bytes]]:
+    return [(p, p.read_bytes()) for p in sorted(root.rglob("*")) if p.is_file()]
+
+
+def assert_nowhere(root: Path, *extra: Path) -> None:
+    """No secret, in clear, in any file of the data dir (database, WAL, queue, logs, results) or the log."""
+    for path, data in [*everything_under(root), *((p, p.read_bytes()) for p in extra)]:
+        for secret in SECRETS:
+            assert secret not in data, f"{secret!r} found in {path}"
+
+
+def sealed_column(data_dir: Path, job_id: str) -> str | None:
+    with sqlite3.connect(data_dir / "filekiln.db") as conn:
+        row = conn.execute("select secret_params from jobs where id = ?", (job_id,)).fetchone()
+    value: str | None = row[0]
+    return value
+
+
+def test_passwords_reach_the_tool_but_are_never_stored_shown_or_logged(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    log = tmp_path / "server.log"
+    # no workers: the job waits in the queue, where its passwords must already be sealed
+    srv = start_server(data, log, "--workers", "0")
+    key = srv.create_key()
+    try:
+        with srv.client(key) as c:
+            pdf = upload(c, "plan.pdf", image_pdf_bytes(pages=1, size=200))
+            r = c.post("/jobs", json={"tool": "pdf-protect", "inputFileIds": [pdf["id"]],
+                                      "params": {"userPassword": USER_PW, "ownerPassword": OWNER_PW}})
+            assert r.status_code == 201, r.text
+            job = r.json()
+            assert job["params"]["userPassword"] == "***" and job["params"]["ownerPassword"] == "***"
+            assert job["status"] == "QUEUED"
+        assert sealed_column(data, job["id"])  # kept for the run, sealed
+        assert_nowhere(data, log)
+    finally:
+        srv.stop()
+
+    srv = start_server(data, log)  # workers on: the queued job runs with the passwords it was given
+    try:
+        with srv.client(key) as c, srv.client() as anonymous:
+            done = wait_job(c, job["id"])
+            assert done["status"] == "DONE", done
+            for shown in (done, anonymous.get(f"/jobs/{job['id']}").json(),
+                          *(j for j in c.get("/jobs").json()["items"] if j["id"] == job["id"])):
+                assert shown["params"] == {"userPassword": "***", "ownerPassword": "***"}, shown
+            events = c.get(f"/jobs/{job['id']}/events", timeout=30).text
+            assert "***" in events and USER_PW not in events
+            url = c.get(f"/jobs/{job['id']}/result").json()["downloadUrl"]
+            result = c.get(url).content
+            doc = pymupdf.open(stream=result, filetype="pdf")
+            assert doc.needs_pass and doc.authenticate(USER_PW) and doc.page_count == 1
+            doc.close()
+            assert sealed_column(data, job["id"]) is None  # gone with the run
+
+            protected = c.post("/files", files={"file": ("locked.pdf", result)}).json()
+            wrong = c.post("/jobs", params={"wait": 60}, json={
+                "tool": "pdf-unlock", "inputFileIds": [protected["id"]], "params": {"password": WRONG_PW}}).json()
+            wrong = wait_job(c, wrong["id"])
+            assert wrong["status"] == "FAILED" and wrong["errorCode"] == "wrong_password"
+            assert WRONG_PW not in (wrong["errorMessage"] or "") and wrong["params"] == {"password": "***"}
+            assert sealed_column(data, wrong["id"]) is None
+
+            # params copied back from a job as shown are refused, not run with "***" as the password
+            again = c.post("/jobs", json={"tool": "pdf-unlock", "inputFileIds": [protected["id"]],
+                                          "params": wrong["params"]})
+            assert_problem(again, 422, "invalid_params")
+            unlocked = wait_job(c, c.post("/jobs", json={
+                "tool": "pdf-unlock", "inputFileIds": [protected["id"]], "params": {"password": OWNER_PW}},
+            ).json()["id"])
+            assert unlocked["status"] == "DONE", unlocked
+    finally:
+        srv.stop()
+    assert_nowhere(data, log)
+
+
+def test_a_canceled_job_drops_its_sealed_passwords(server: Server, api_key: str, data_dir: Path) -> None:
+    with server.client(api_key) as c:
+        pdf = upload(c, "plan.pdf", image_pdf_bytes(pages=1, size=200))
+        # canceled while queued or while running (a quick one may finish first): each ending drops them
+        jobs = [c.post("/jobs", json={"tool": "pdf-protect", "inputFileIds": [pdf["id"]],
+                                      "params": {"userPassword": USER_PW}}).json() for _ in range(6)]
+        for job in jobs:
+            c.post(f"/jobs/{job['id']}/cancel")
+        for job in jobs:
+            assert wait_job(c, job["id"])["status"] in ("CANCELED", "DONE")
+            assert sealed_column(data_dir, job["id"]) is None
+            c.delete(f"/jobs/{job['id']}")
+    assert_nowhere(data_dir)
