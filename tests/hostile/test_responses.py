@@ -3,12 +3,15 @@ does not take, HEAD on download links, the docs page's own assets and headers.""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from localapi.core.db import Database
+from localapi.core.signing import LinkSigner
 from tests.conftest import Server, assert_problem, module_server, png_bytes, start_server, upload, wait_job
 
 
@@ -71,3 +74,52 @@ def test_a_deleted_result_is_gone_not_unknown(client: httpx.Client) -> None:
     assert client.delete(f"/files/{file_id}").status_code == 204
     assert_problem(client.get(f"/jobs/{result['jobId']}/result"), 410, "result_deleted")
     assert_problem(httpx.get(result["downloadUrl"]), 410, "file_deleted")
+
+
+# ---------------------------------------------------------------- methods: Allow on 405, HEAD on download links
+
+
+@pytest.mark.parametrize(("method", "path", "allowed"), [
+    ("PUT", "/jobs", "GET, POST"),
+    ("DELETE", "/tools", "GET"),
+    ("PATCH", "/jobs/job_00000000000000000000000000000000", "DELETE, GET"),
+    ("GET", "/jobs/job_00000000000000000000000000000000/cancel", "POST"),
+    ("PUT", "/files/file_00000000000000000000000000000000", "DELETE, GET"),
+    ("POST", "/downloads/file_00000000000000000000000000000000/a.png", "GET, HEAD"),
+    ("POST", "/health", "GET"),
+])
+def test_405_names_the_methods_the_path_takes(client: httpx.Client, method: str, path: str, allowed: str) -> None:
+    r = client.request(method, path)
+    assert_problem(r, 405, "method_not_allowed")
+    assert r.headers["Allow"] == allowed
+
+
+def test_head_on_a_download_link_gives_the_get_headers_without_the_body(client: httpx.Client) -> None:
+    url = done_job(client)["downloadUrl"]
+    got = httpx.get(url)
+    head = httpx.head(url)
+    assert got.status_code == head.status_code == 200
+    assert got.content and head.content == b""
+
+    def same(r: httpx.Response) -> dict[str, str]:
+        return {k: v for k, v in r.headers.items() if k != "date"}
+
+    assert same(head) == same(got)
+    assert head.headers["Content-Length"] == str(len(got.content))
+    part = httpx.head(url, headers={"Range": "bytes=2-5"})
+    assert part.status_code == 206 and part.headers["Content-Range"] == f"bytes 2-5/{len(got.content)}"
+    assert part.headers["Content-Length"] == "4" and part.content == b""
+
+
+def test_head_on_a_download_link_checks_the_signature_and_expiry(server: Server, client: httpx.Client) -> None:
+    url = done_job(client)["downloadUrl"]
+    assert_head_problem(httpx.head(url.replace("signature=", "signature=0")), 403)
+    file_id = url.split("/downloads/")[1].split("/")[0]
+    db = Database(server.data_dir / "filekiln.db")
+    signer = LinkSigner(bytes.fromhex(db.get_setting("signing_secret") or ""))
+    assert_head_problem(httpx.head(f"{server.base_url}{signer.path(file_id, 'a.webp', int(time.time()) - 10)}"), 410)
+
+
+def assert_head_problem(r: httpx.Response, status: int) -> None:
+    assert r.status_code == status and r.content == b""
+    assert r.headers["content-type"].startswith("application/problem+json")

@@ -3,11 +3,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import IO, Annotated
 from urllib.parse import quote
 
 import anyio
-from fastapi import APIRouter, Header, Path, Query
+from fastapi import APIRouter, Depends, Header, Path, Query, Response
 from fastapi.responses import StreamingResponse
 
 from localapi.core.errors import Gone, InvalidSignature, ServiceError
@@ -64,21 +65,27 @@ class RangeNotSatisfiable(ServiceError):
     title = "Range not satisfiable"
 
 
-@router.get("/{file_id}/{name}", response_class=StreamingResponse,
-            responses={**problems(403, 404, 410, 416),
-                       200: {"content": {"application/octet-stream": {"schema": {"type": "string",
-                                                                                  "format": "binary"}}},
-                             "description": "The file"},
-                       206: {"description": "Part of the file (Range)"}})
-async def download(
+@dataclass
+class OpenedLink:
+    """A checked download link's file, open at the answer's first byte, and the answer's status and headers."""
+
+    file: IO[bytes]
+    start: int
+    length: int
+    status: int
+    media_type: str
+    headers: dict[str, str]
+
+
+async def open_link(
     service: ServiceDep,
     file_id: Annotated[str, Path(pattern=r"^file_[0-9a-f]{32}$")],
     name: Annotated[str, Path(max_length=400)],
     expires: Annotated[int, Query(ge=0, le=2**40)],
     signature: Annotated[str, Query(max_length=128)],
     range: Annotated[str | None, Header(max_length=200)] = None,
-) -> StreamingResponse:
-    """A signed link from ``GET /jobs/{id}/result``; needs no key. Supports HTTP Range."""
+) -> OpenedLink:
+    """Check the link's signature and expiry, then open its file: GET and HEAD answer alike."""
     verdict = service.signer.check(file_id, expires, signature)
     if verdict == "tampered":
         raise InvalidSignature("The download link was altered or is not from this FileKiln.")
@@ -111,6 +118,27 @@ async def download(
     }
     if requested:
         headers["Content-Range"] = f"bytes {start}-{end}/{size}"
-    return StreamingResponse(_stream(f, start, length), status_code=206 if requested else 200,
-                             media_type=stored.mime_type, headers=headers)
+    return OpenedLink(f, start, length, 206 if requested else 200, stored.mime_type, headers)
 
+
+LinkDep = Annotated[OpenedLink, Depends(open_link)]
+
+
+@router.get("/{file_id}/{name}", response_class=StreamingResponse,
+            responses={**problems(403, 404, 410, 416),
+                       200: {"content": {"application/octet-stream": {"schema": {"type": "string",
+                                                                                  "format": "binary"}}},
+                             "description": "The file"},
+                       206: {"description": "Part of the file (Range)"}})
+async def download(link: LinkDep) -> StreamingResponse:
+    """A signed link from ``GET /jobs/{id}/result``; needs no key. Supports HTTP Range."""
+    return StreamingResponse(_stream(link.file, link.start, link.length), status_code=link.status,
+                             media_type=link.media_type, headers=link.headers)
+
+
+# HEAD is GET without the body (RFC 9110, 9.3.2), not an operation of its own in the OpenAPI document
+@router.head("/{file_id}/{name}", include_in_schema=False)
+async def download_head(link: LinkDep) -> Response:
+    """What GET would answer, status and headers, without reading the file."""
+    link.file.close()
+    return Response(status_code=link.status, media_type=link.media_type, headers=link.headers)
