@@ -7,7 +7,7 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from localapi.core.errors import Conflict, ToolNotFound
-from localapi.core.files import StoredFile
+from localapi.core.files import StoredFile, display_name
 from localapi.core.idempotency import request_hash
 from localapi.core.service import Service
 from localapi.http.deps import KeyDep, ServiceDep
@@ -31,6 +31,12 @@ UPLOAD_BODY = {
 def file_out(f: StoredFile) -> FileRefOut:
     return FileRefOut(id=f.id, originalName=f.original_name, mimeType=f.mime_type, sizeBytes=f.size_bytes,
                       format=f.format, createdAt=iso(f.created_at), expiresAt=iso(f.expires_at))  # type: ignore[arg-type]
+
+
+def upload_hash(sha256: str, sent_name: str) -> str:
+    """What makes two uploads the same request: their content and the name the store keeps of the one
+    sent (``display_name``), so that a name it cut or cleaned is the same name in a retry."""
+    return request_hash("POST /files", [sha256, display_name(sent_name)])
 
 
 def upload_limit(service: Service, tool_id: str | None) -> int:
@@ -63,8 +69,7 @@ async def upload_file(
         if replay is not None:
             upload = await receive_upload(request, service.files, limit)
             upload.sink.discard()
-            service.idempotency.check_same(replay, request_hash("POST /files", [upload.sink.hash.hexdigest(),
-                                                                                upload.filename]))
+            service.idempotency.check_same(replay, upload_hash(upload.sink.hash.hexdigest(), upload.filename))
             return JSONResponse(replay.body, status_code=replay.status_code, headers={"Idempotent-Replayed": "true"})
     try:
         upload = await receive_upload(request, service.files, limit)
@@ -77,7 +82,7 @@ async def upload_file(
     body = file_out(stored).model_dump(mode="json")
     if idempotency_key:
         await _run_blocking(service.idempotency.complete, key.id, idempotency_key, 201, body,
-                            request_hash("POST /files", [stored.sha256, stored.original_name]))
+                            upload_hash(upload.sink.hash.hexdigest(), upload.filename))
     return JSONResponse(body, status_code=201)
 
 
