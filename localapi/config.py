@@ -39,6 +39,8 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
     workers: int = 2
+    # a key (or the desktop and CLI, as one caller) runs at most this many jobs at once; 0: any free worker
+    max_running_jobs_per_key: int = 0
     retention_days: float = 7.0
     strict_auth: bool = False
     download_ttl_seconds: int = 3600

@@ -38,6 +38,8 @@ create index if not exists jobs_key_created on jobs (key_id, created_at, id);
 create index if not exists jobs_key_status_created on jobs (key_id, status, created_at, id);
 drop index if exists jobs_status;
 create index if not exists jobs_status_created on jobs (status, created_at, id);
+-- the worker's fair pick: each caller's running count and oldest queued job, from the index alone
+create index if not exists jobs_status_key_created on jobs (status, key_id, created_at, id);
 create table if not exists usage (
     key_id text not null, day text not null, jobs integer not null,
     primary key (key_id, day)

@@ -69,7 +69,8 @@ class Service:
         worker = JobWorker(db, files, catalogue, JobSettings(
             jobs_dir=data / "jobs", models_dir=data / "models",
             tool_settings=dict(settings.tools), memory_limit_mb=settings.job_memory_limit_mb,
-            tool_timeouts=dict(settings.tool_timeouts)), enqueue=queue.enqueue, events=events, sealer=sealer)
+            tool_timeouts=dict(settings.tool_timeouts), max_running_per_key=settings.max_running_jobs_per_key),
+            enqueue=queue.enqueue, events=events, sealer=sealer)
         return cls(
             settings=settings, db=db, files=files, keys=KeyService(db), switches=switches,
             jobs=JobService(db, files, catalogue, switches, enqueue=queue.enqueue, data_dir=data, events=events,
@@ -103,7 +104,8 @@ class Service:
             self.pool = pool = WorkerPool(self.queue, count, self.settings.poll_interval_seconds,
                                           on_tick=self.housekeeping,
                                           tick_seconds=min(10.0, self.settings.purge_interval_seconds))
-            self.queue.handler = lambda job_id: self.worker.execute(job_id, stopping=pool.stopping.is_set)
+            # a message says a job waits; the worker picks the fairest one (JobWorker.run_next)
+            self.queue.handler = lambda _job_id: self.worker.run_next(stopping=pool.stopping.is_set)
             pool.start()
 
     def stop_workers(self, timeout: float = 15.0) -> None:

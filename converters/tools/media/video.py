@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import Field, model_validator
 
-from converters.base import Context, ConversionError, InputFile, Params, Tool, atomic_output
+from converters.base import Context, ConversionError, InputFile, Params, Tool, ToolEnv, atomic_output
 from converters.engines.media.container import (
     PYAV,
     VIDEO_FORMATS,
@@ -60,6 +60,13 @@ AudioCodecName = Literal["aac", "opus", "mp3", "flac"]
 # x264's preset names are the common vocabulary; VP9 and SVT-AV1 speeds are mapped onto them.
 VP9_CPU_USED = {"ultrafast": 8, "superfast": 7, "veryfast": 6, "faster": 5, "fast": 5, "medium": 4,
                 "slow": 2, "slower": 1, "veryslow": 0}
+# How long each preset takes against medium (x264's own relative speeds, rounded up): the weight of a
+# frame in the work estimate below. Lossless (crf 0) costs about twice as much again.
+PRESET_COST = {"ultrafast": 0.2, "superfast": 0.25, "veryfast": 0.35, "faster": 0.55, "fast": 0.75, "medium": 1.0,
+               "slow": 1.6, "slower": 3.0, "veryslow": 6.0}
+# The work a video-convert job may ask for, in output pixels x frames at the medium preset: about
+# 2.5 hours of 1080p at 30 fps (setting ``video_max_output_pixel_frames``).
+DEFAULT_MAX_PIXEL_FRAMES = 6e11
 SVT_AV1_PRESET = {"ultrafast": 12, "superfast": 11, "veryfast": 10, "faster": 9, "fast": 8, "medium": 7,
                   "slow": 5, "slower": 4, "veryslow": 2}
 
@@ -331,9 +338,50 @@ class VideoConvertTool(Tool):
     engines = (PYAV,)
     timeout_seconds = 4 * 3600.0
 
+    def precheck(self, inputs: Sequence[InputFile], params: Any, env: ToolEnv | None = None) -> None:
+        """Refuse work no machine finishes in reasonable time (a 4096-wide, lossless, veryslow encode of
+        thousands of frames holds a worker for hours), judged from the container's headers."""
+        limit = max_pixel_frames(env)
+        for source in inputs:
+            with engine_errors(), contextlib.closing(open_input(source.path)) as container:
+                work = encode_work(container, video_stream(container), params)
+            if work > limit:
+                raise ConversionError(
+                    "input_too_large",
+                    f"Converting {source.name} with these settings is about {work / limit:.1f} times the work a "
+                    f"job may ask for (output pixels x frames, weighted by the preset; setting "
+                    f"video_max_output_pixel_frames). Choose a smaller size, a faster preset, or trim it.")
+
     def convert(self, ctx: Context, source: InputFile, progress: Callable[[float], None]) -> None:
         with engine_errors():
             convert_video(ctx, source, progress, ctx.params, ctx.output_format)
+
+
+def max_pixel_frames(env: ToolEnv | None) -> float:
+    value = (env.settings if env else {}).get("video_max_output_pixel_frames", DEFAULT_MAX_PIXEL_FRAMES)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return DEFAULT_MAX_PIXEL_FRAMES
+
+
+def encode_work(container: Any, vstream: VideoStream, params: VideoParams) -> float:
+    """Output pixels x frames of a video-convert job, weighted by its preset (medium = 1)."""
+    src_w, src_h = vstream.codec_context.width or 0, vstream.codec_context.height or 0
+    width, height = float(src_w), float(src_h)
+    if src_w and src_h:
+        if params.width and params.height:
+            scale = min(params.width / src_w, params.height / src_h)
+            width, height = src_w * scale, src_h * scale
+        elif params.width:
+            width, height = params.width, params.width * src_h / src_w
+        elif params.height:
+            width, height = params.height * src_w / src_h, params.height
+    window = trim_window(container, params.start, params.end)
+    seconds = window.length or 0.0
+    fps = params.fps or float(frame_rate(vstream))
+    cost = PRESET_COST[params.preset or "medium"] * (2.0 if params.crf == 0 else 1.0)
+    return width * height * seconds * fps * cost
 
 
 class VideoToAudioTool(Tool):

@@ -12,6 +12,7 @@ import os
 import queue
 import shutil
 import socket
+import time
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from converters.base import ResidentEngine, Tool
 from converters.catalogue import Catalogue
 from localapi.core.db import Database, now
 from localapi.core.files import FileStore
-from localapi.core.jobs.events import PROGRESS, TYPE_OF_STATUS, EventFeed
+from localapi.core.jobs.events import PROGRESS, TYPE_OF_STATUS, EventFeed, append
 from localapi.core.jobs.messages import InputSpec, JobSpec
 from localapi.core.jobs.records import Job
 from localapi.core.jobs.runner import ChildPool, Outcome, run_supervised
@@ -62,6 +63,7 @@ class JobSettings:
     tool_settings: dict[str, Any] = field(default_factory=dict)
     memory_limit_mb: int = 0
     tool_timeouts: dict[str, float] = field(default_factory=dict)
+    max_running_per_key: int = 0  # 0: no cap beyond the free workers
 
 
 class EngineSlots:
@@ -126,6 +128,7 @@ class JobWorker:
         self.settings = settings
         self.enqueue = enqueue
         self.identity = identity or worker_identity()
+        self._served: dict[str | None, float] = {}  # caller -> when this process last started one of its jobs
         self.children: ChildPool | None = None  # warm children, while workers run
         engines = {e.name: e for tool in catalogue for e in tool.resident}
         self.slots = EngineSlots(settings.models_dir.parent / "engines", list(engines.values()))
@@ -144,12 +147,68 @@ class JobWorker:
             self.children = None
         self.slots.close()
 
+    # ---- which job next ----
+
+    def run_next(self, stopping: Callable[[], bool] = lambda: False) -> JobStatus | None:
+        """Run the fairest queued job (see :meth:`_claim_next`); None when there is none to run now.
+
+        A queue message means "a job is waiting", not which one: the job table decides, so one key's
+        thousand queued jobs do not make another key's job wait behind them all.
+        """
+        job_id = self._claim_next()
+        if job_id is None:
+            return None
+        try:
+            return self._run_claimed(job_id, stopping)
+        finally:
+            if self.settings.max_running_per_key:
+                self._wake_if_waiting()  # a job its key's cap held back may run now
+
+    def _claim_next(self) -> str | None:
+        """Claim the next job, fairly between callers (each key, and the desktop and CLI as one more).
+
+        The caller with the fewest running jobs goes first, then the one this process served least
+        recently (round robin), then the one whose job has waited longest; callers at their cap of
+        running jobs (``max_running_per_key``) wait. Within a caller, jobs run in the order made.
+        """
+        cap = self.settings.max_running_per_key
+        with self.events.changing() as conn:
+            running = {row["key_id"]: row["n"] for row in conn.execute(
+                "select key_id, count(*) as n from jobs where status = ? group by key_id", (JobStatus.PROCESSING,))}
+            waiting = [(running.get(row["key_id"], 0), self._served.get(row["key_id"], 0.0), row["first"],
+                        row["key_id"]) for row in conn.execute(
+                "select key_id, min(created_at) as first from jobs where status = ? group by key_id",
+                (JobStatus.QUEUED,))]
+            waiting = [w for w in waiting if not cap or w[0] < cap]
+            if not waiting:
+                return None
+            key_id = min(waiting, key=lambda w: w[:3])[3]
+            self._served[key_id] = time.monotonic()
+            row = conn.execute("select id from jobs where status = ? and key_id is ? order by created_at, id limit 1",
+                               (JobStatus.QUEUED, key_id)).fetchone()
+            t = now()
+            conn.execute(
+                "update jobs set status = ?, started_at = ?, updated_at = ?, progress = 0, attempts = attempts + 1,"
+                " worker = ?, heartbeat_at = ? where id = ?",
+                (JobStatus.PROCESSING, t, t, self.identity, t, row["id"]))
+            append(conn, row["id"], TYPE_OF_STATUS[JobStatus.PROCESSING])
+        job_id: str = row["id"]
+        return job_id
+
+    def _wake_if_waiting(self) -> None:
+        row = self.db.one("select id from jobs where status = ? limit 1", JobStatus.QUEUED)
+        if row is not None:
+            self.enqueue(row["id"])
+
     # ---- one job ----
 
     def execute(self, job_id: str, stopping: Callable[[], bool] = lambda: False) -> JobStatus | None:
-        """Run a queued job to its end. Returns the final status, or None if another worker has it."""
+        """Run this queued job to its end. Returns the final status, or None if another worker has it."""
         if not self._claim(job_id):
             return None
+        return self._run_claimed(job_id, stopping)
+
+    def _run_claimed(self, job_id: str, stopping: Callable[[], bool]) -> JobStatus | None:
         job = self._load(job_id)
         tool = self.catalogue.get(job.tool)
         work = self.settings.jobs_dir / job.id
