@@ -74,6 +74,7 @@ CODES: dict[str, ErrorCode] = {
     "rate_limited": _api(429, "Too many requests", "Too many requests in a short time; slow down."),
     "internal_error": _api(500, "Internal error", "Something went wrong inside FileKiln; the log has details."),
     "maintenance": _api(503, "Maintenance", "FileKiln is in maintenance mode; switch it off in the API panel."),
+    "shutting_down": _api(503, "Shutting down", "FileKiln was stopping; send the request again once it is back."),
     "tool_disabled": _api(503, "Tool disabled", "This tool is switched off in the settings."),
     "tool_unavailable": _api(503, "Tool unavailable",
                              "This tool cannot run on this computer yet. See the Engines panel."),

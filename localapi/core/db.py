@@ -47,6 +47,7 @@ create table if not exists usage (
 create table if not exists idempotency (
     key_id text not null, idem_key text not null, request_hash text,
     state text not null, status_code integer, body text, created_at real not null,
+    owner text, heartbeat_at real,
     primary key (key_id, idem_key)
 );
 create table if not exists settings (name text primary key, value text not null);
@@ -83,6 +84,8 @@ create index if not exists webhook_deliveries_due on webhook_deliveries (status,
 COLUMNS_ADDED = (
     ("jobs", "webhook_url", "text"),
     ("jobs", "secret_params", "text"),  # sealed passwords, until the job ends (jobs/sealed.py)
+    ("idempotency", "owner", "text"),  # the process holding an in-flight claim, and its last sign of life
+    ("idempotency", "heartbeat_at", "real"),
 )
 
 

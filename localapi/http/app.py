@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 from fastapi import APIRouter, FastAPI
 from fastapi.openapi.utils import get_openapi
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from localapi import API_VERSION
+from localapi.core.idempotency import HEARTBEAT_SECONDS, IdempotencyStore
 from localapi.core.service import Service
 from localapi.http import problems
 from localapi.http.middleware import LocalOnlyMiddleware
-from localapi.http.problems import PROBLEM_MEDIA_TYPE
+from localapi.http.problems import PROBLEM_MEDIA_TYPE, problem_response
 from localapi.http.routes import downloads, events, files, jobs, system, tools, webhooks
 from localapi.http.schemas import JobOut
+
+log = logging.getLogger("filekiln.http")
 
 DESCRIPTION = """FileKiln's local conversion API. Upload a file (`POST /files`), create a job
 (`POST /jobs`), poll it (`GET /jobs/{id}`) and fetch the signed download link
@@ -30,7 +37,11 @@ def create_app(service: Service) -> FastAPI:
         service.events.start()  # waiting requests and event streams are woken by the feed
         # webhook bodies carry the job as GET /jobs/{id} shows it
         service.webhooks.start(render=lambda job: JobOut.of(job).model_dump(mode="json"))
+        holding = asyncio.create_task(hold_claims(service.idempotency))
         yield
+        holding.cancel()
+        # the requests that held them were cancelled with the server: their keys are free to retry
+        await anyio.to_thread.run_sync(service.idempotency.release)
         service.webhooks.stop()
 
     app = FastAPI(
@@ -46,6 +57,7 @@ def create_app(service: Service) -> FastAPI:
     app.include_router(v1)
     problems.install(app)
     app.add_middleware(LocalOnlyMiddleware, enforce_host=service.settings.loopback_only, port=service.settings.port)
+    app.add_middleware(AnswerWhenStopping)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -63,6 +75,47 @@ def create_app(service: Service) -> FastAPI:
 
     app.openapi = openapi  # type: ignore[method-assign]
     return app
+
+
+async def hold_claims(store: IdempotencyStore) -> None:
+    """Mark this process's Idempotency-Key claims as held for as long as it serves: other processes on
+    the database take over the claims of one that stopped marking them."""
+    while True:
+        await asyncio.sleep(HEARTBEAT_SECONDS)
+        try:
+            await anyio.to_thread.run_sync(store.heartbeat)
+        except Exception:  # a busy or full disk: the next beat tries again, well before the claims go stale
+            log.warning("could not mark this process's Idempotency-Key claims as held", exc_info=True)
+
+
+class AnswerWhenStopping:
+    """uvicorn cancels the requests still running when its graceful shutdown runs out (an upload that
+    stalls, say). Such a request is answered 503 ``shutting_down`` with ``Retry-After``, instead of the
+    cancel escaping as a 500 with a traceback; one whose answer had begun is cut off as before."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except asyncio.CancelledError:
+            if started:
+                raise
+            log.info("stopping: %s %s was cut off before its answer", scope["method"], scope["path"])
+            response = problem_response(503, "shutting_down", "FileKiln is stopping; send the request again.",
+                                        title="Shutting down", headers={"Retry-After": "5", "Connection": "close"})
+            await response(scope, receive, send)
 
 
 def _links(schema: dict[str, Any]) -> None:
