@@ -341,6 +341,13 @@ class Run:
         health = self.api.json("GET", "/health")
         self.figures["health"] = health
 
+    def docs_page(self) -> None:
+        """/v1/docs and Swagger UI's files, served from the bundle (no CDN)."""
+        for path, marker in (("/docs", b"swagger-ui-bundle.js"), ("/docs/swagger-ui-bundle.js", b"SwaggerUIBundle"),
+                             ("/docs/swagger-ui.css", b".swagger-ui")):
+            status, _, data = self.api.request("GET", path, auth=False)
+            check(status == 200 and marker in data, f"GET {path}: {status}, {len(data)} bytes")
+
     def children_are_frozen(self) -> None:
         import psutil
 
@@ -630,6 +637,7 @@ def main() -> int:
         run.step("tools --json", run.tool_list)
         if keys_ok and run.step("serve: start, first /v1/health", run.serve_start):
             run.step("serve: conversion children run the frozen executable", run.children_are_frozen)
+            run.step("serve: /v1/docs with Swagger UI from the bundle", run.docs_page)
             run.step("API: pdf-compress", run.pdf_compress)
             run.step("API: image-convert", run.image_convert)
             for tool, name, fn in (("audio-convert", "API: audio-convert", run.audio_convert),

@@ -47,7 +47,7 @@ def create_app(service: Service) -> FastAPI:
     app = FastAPI(
         lifespan=lifespan,
         title="FileKiln API", version=API_VERSION, description=DESCRIPTION,
-        openapi_url="/v1/openapi.json", docs_url="/v1/docs", redoc_url=None,
+        openapi_url="/v1/openapi.json", docs_url=None, redoc_url=None,  # docs: routes/system.py, no CDN
         generate_unique_id_function=lambda route: route.name,  # operationId = the route function's name
     )
     app.state.service = service

@@ -3,9 +3,11 @@ does not take, HEAD on download links, the docs page's own assets and headers.""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urljoin
 
 import httpx
 import pytest
@@ -123,3 +125,46 @@ def test_head_on_a_download_link_checks_the_signature_and_expiry(server: Server,
 def assert_head_problem(r: httpx.Response, status: int) -> None:
     assert r.status_code == status and r.content == b""
     assert r.headers["content-type"].startswith("application/problem+json")
+
+
+# ---------------------------------------------------------------- the docs page: its own assets, locked down
+
+ASSET = re.compile(r'<(?:script|link)\b[^>]*?(?:src|href)="([^"]+)"', re.IGNORECASE)
+
+
+def test_the_docs_page_loads_only_its_own_assets(server: Server) -> None:
+    page = httpx.get(f"{server.base_url}/docs")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "//" not in "".join(ASSET.findall(page.text)), page.text  # nothing from another origin, no CDN
+    assert re.search(r"<script(?![^>]*\bsrc=)[^>]*>", page.text) is None, page.text  # no inline script
+    assets = {urljoin(str(page.url), ref) for ref in ASSET.findall(page.text)}
+    assert any(a.endswith(".js") for a in assets) and any(a.endswith(".css") for a in assets)
+    for url in assets:
+        r = httpx.get(url)
+        assert r.status_code == 200 and r.content, url
+        assert r.headers["X-Content-Type-Options"] == "nosniff"
+        kind = r.headers["content-type"]
+        assert kind.startswith(("text/javascript", "text/css", "image/")), (url, kind)
+    bundle = next(a for a in assets if a.endswith("swagger-ui-bundle.js"))
+    assert b"SwaggerUIBundle" in httpx.get(bundle).content
+    init = httpx.get(next(a for a in assets if a.endswith(".js") and not a.endswith("swagger-ui-bundle.js"))).text
+    assert "openapi.json" in init and "validatorUrl: null" in init  # no spec sent to an online validator
+
+
+def test_html_answers_forbid_framing_and_foreign_scripts(server: Server) -> None:
+    """Every HTML page the server has (today /v1/docs), and its policy."""
+    schema = httpx.get(f"{server.base_url}/openapi.json").json()
+    documented = {path for path, ops in schema["paths"].items() if "get" in ops}
+    pages = []
+    for path in ["/v1/docs", "/v1/redoc", "/docs", "/redoc", *documented]:
+        if "{" in path:
+            continue
+        r = httpx.get(f"http://127.0.0.1:{server.port}{path}")
+        if r.headers.get("content-type", "").startswith("text/html"):
+            pages.append(path)
+            assert r.headers["X-Frame-Options"] == "DENY", path
+            policy = dict(p.strip().split(" ", 1) for p in r.headers["Content-Security-Policy"].split(";") if p.strip())
+            assert policy["frame-ancestors"] == "'none'" and policy["default-src"] == "'none'"
+            assert policy["script-src"] == policy["style-src"] == policy["connect-src"] == "'self'"
+            assert "http" not in r.headers["Content-Security-Policy"]
+    assert pages == ["/v1/docs"]
