@@ -7,11 +7,11 @@ import logging
 import sqlite3
 from typing import Any
 
+import fastapi.routing
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match
 
 from localapi.core.errors import ServiceError
 from localapi.http.schemas import Problem
@@ -48,14 +48,24 @@ def disk_full(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and "disk is full" in str(exc)
 
 
-ROUTED_METHODS = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
+def _routes_in_order(app: FastAPI) -> list[Any]:
+    """Every route with its full path, in the order requests are matched: newer FastAPI keeps an included
+    router as one wrapper, which ``iter_route_contexts`` unfolds; older FastAPI copied the routes in."""
+    unfold = getattr(fastapi.routing, "iter_route_contexts", None)
+    return list(unfold(app.router.routes)) if unfold is not None else list(app.router.routes)
 
 
 def allowed_methods(app: FastAPI, request: Request) -> list[str]:
-    """Every method some route serves at this path, asked of the routes one method at a time: Starlette
-    names only the first matching route's methods, and FastAPI's included routers show none."""
-    return [method for method in ROUTED_METHODS
-            if any(route.matches(dict(request.scope, method=method))[0] == Match.FULL for route in app.router.routes)]
+    """The methods of the resource the path names (Starlette names only one route's): those of the first
+    route whose path matches, and of the others with its path template. A literal path such as
+    /webhooks/job-secret is its own resource, not also one of /webhooks/{id}."""
+    path = request.scope["path"].removeprefix(request.scope.get("root_path", ""))  # as routes match it
+    matching = [route for route in _routes_in_order(app)
+                if getattr(route, "path_regex", None) is not None and route.path_regex.match(path)]
+    if not matching:
+        return []
+    template = matching[0].path_format
+    return sorted({method for route in matching if route.path_format == template for method in route.methods or ()})
 
 
 def install(app: FastAPI) -> None:

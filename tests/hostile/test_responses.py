@@ -89,6 +89,8 @@ def test_a_deleted_result_is_gone_not_unknown(client: httpx.Client) -> None:
     ("PUT", "/files/file_00000000000000000000000000000000", "DELETE, GET"),
     ("POST", "/downloads/file_00000000000000000000000000000000/a.png", "GET, HEAD"),
     ("POST", "/health", "GET"),
+    ("PUT", "/webhooks/job-secret", "GET, POST"),  # a literal path, beside /webhooks/{id} (DELETE)
+    ("PUT", "/webhooks/wh_00000000000000000000000000000000", "DELETE"),
 ])
 def test_405_names_the_methods_the_path_takes(client: httpx.Client, method: str, path: str, allowed: str) -> None:
     r = client.request(method, path)
