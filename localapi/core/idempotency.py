@@ -18,7 +18,7 @@ from typing import Any
 
 from localapi.core.db import Database, now
 from localapi.core.errors import Conflict, InvalidParams
-from localapi.core.jobs.worker import worker_identity, worker_is_dead
+from localapi.core.processes import process_identity, process_is_gone
 
 HEARTBEAT_SECONDS = 10.0  # how often a running process marks its claims as still held
 STALE_SECONDS = 60.0  # a claim unmarked for this long belongs to a process that is gone
@@ -40,7 +40,7 @@ class IdempotencyStore:
     def __init__(self, db: Database, ttl_seconds: float, owner: str | None = None) -> None:
         self.db = db
         self.ttl = ttl_seconds
-        self.owner = owner or worker_identity()
+        self.owner = owner or process_identity()
 
     def lookup(self, key_id: str, idem_key: str) -> Replay | None:
         """A finished record to replay; None when there is none, or only the claim of a process that is
@@ -77,7 +77,7 @@ class IdempotencyStore:
         if row["state"] != "in_flight" or row["owner"] == self.owner:
             return False
         last_sign = row["heartbeat_at"] or row["created_at"]
-        return now() - last_sign > STALE_SECONDS or worker_is_dead(row["owner"])
+        return now() - last_sign > STALE_SECONDS or process_is_gone(row["owner"])
 
     @staticmethod
     def check_same(replay: Replay, req_hash: str | None) -> None:

@@ -11,15 +11,12 @@ import json
 import os
 import queue
 import shutil
-import socket
 import time
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import psutil
 
 from converters.base import ResidentEngine, Tool
 from converters.catalogue import Catalogue
@@ -30,30 +27,12 @@ from localapi.core.jobs.messages import InputSpec, JobSpec
 from localapi.core.jobs.records import Job
 from localapi.core.jobs.runner import ChildPool, Outcome, run_supervised
 from localapi.core.jobs.sealed import Sealer
+from localapi.core.processes import process_identity, process_is_gone
 from localapi.core.states import JobStatus
 
 MAX_ATTEMPTS = 2  # a job interrupted by a dead worker is retried once
 STALE_HEARTBEAT = 60.0
 PROGRESS_WRITE_INTERVAL = 0.2
-
-
-def worker_identity() -> str:
-    proc = psutil.Process()
-    return f"{socket.gethostname()}:{proc.pid}:{proc.create_time():.3f}"
-
-
-def worker_is_dead(identity: str | None) -> bool:
-    if not identity:
-        return True
-    host, _, rest = identity.partition(":")
-    pid_text, _, created = rest.partition(":")
-    if host != socket.gethostname():
-        return False  # another machine: judged by its heartbeat only
-    try:
-        proc = psutil.Process(int(pid_text))
-        return f"{proc.create_time():.3f}" != created
-    except (psutil.NoSuchProcess, ValueError):
-        return True
 
 
 @dataclass
@@ -127,7 +106,7 @@ class JobWorker:
         self.catalogue = catalogue
         self.settings = settings
         self.enqueue = enqueue
-        self.identity = identity or worker_identity()
+        self.identity = identity or process_identity()
         self._served: dict[str | None, float] = {}  # caller -> when this process last started one of its jobs
         self.children: ChildPool | None = None  # warm children, while workers run
         engines = {e.name: e for tool in catalogue for e in tool.resident}
@@ -373,7 +352,7 @@ class JobWorker:
                            JobStatus.PROCESSING)
         for row in rows:
             stale = row["heartbeat_at"] is None or t - row["heartbeat_at"] > STALE_HEARTBEAT
-            if not (worker_is_dead(row["worker"]) or stale):
+            if not (process_is_gone(row["worker"]) or stale):
                 continue
             if row["attempts"] < MAX_ATTEMPTS:
                 self._requeue(row["id"], count_attempt=True)
