@@ -37,7 +37,7 @@ MIME_TYPES: dict[str, str] = {
     "m4v": "video/x-m4v", "html": "text/html", "txt": "text/plain", "md": "text/markdown",
     "csv": "text/csv", "rst": "text/x-rst", "json": "application/json", "xml": "application/xml",
     "srt": "application/x-subrip", "vtt": "text/vtt", "m3u8": "application/vnd.apple.mpegurl",
-    "ffconcat": "text/plain",
+    "ffconcat": "text/plain", "p12": "application/x-pkcs12",
 }
 
 _TEXT_BY_SUFFIX = {
@@ -134,7 +134,37 @@ def sniff_bytes(head: bytes) -> str | None:  # noqa: C901 - a flat table of sign
         return "mpeg"
     if head[60:68] in (b"BOOKMOBI", b"TEXtREAd"):
         return "mobi"
+    if _is_pkcs12(head):
+        return "p12"
     return None
+
+
+# PKCS#7 ContentInfo types a PFX wraps its contents in: data (password integrity) or signedData.
+_PKCS7_CONTENT_OIDS = (bytes.fromhex("06092a864886f70d010701"), bytes.fromhex("06092a864886f70d010702"))
+
+
+def _der_content(data: bytes, at: int) -> int | None:
+    """Where the content of the DER/BER SEQUENCE at ``at`` begins; ``None`` when no SEQUENCE starts there."""
+    if len(data) < at + 2 or data[at] != 0x30:
+        return None
+    first = data[at + 1]
+    if first <= 0x80:  # short form, or BER's indefinite length
+        return at + 2
+    if first <= 0x84:
+        return at + 2 + (first - 0x80)
+    return None
+
+
+def _is_pkcs12(head: bytes) -> bool:
+    """A PKCS#12 file (.p12/.pfx): ``PFX ::= SEQUENCE { version 3, ContentInfo { data | signedData } ... }``.
+
+    Judged by that structure, not by a password-protected parse: the password is a job param, unknown here.
+    """
+    body = _der_content(head, 0)
+    if body is None or head[body:body + 3] != b"\x02\x01\x03":
+        return False
+    content = _der_content(head, body + 3)
+    return content is not None and head[content:content + 11] in _PKCS7_CONTENT_OIDS
 
 
 def _sniff_zip(path: Path) -> str:
