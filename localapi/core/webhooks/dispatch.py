@@ -31,6 +31,8 @@ from localapi.core.webhooks.targets import TargetRefused
 
 log = logging.getLogger("filekiln.webhooks")
 
+POSITION_WRITE_SECONDS = 5.0
+
 
 class Dispatcher:
     """Turns feed events into outbox rows and sends the due rows, on threads of its own.
@@ -52,10 +54,12 @@ class Dispatcher:
         self._busy_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._last_sweep = 0.0
+        self._position = 0  # the last feed event collected
+        self._stored = 0.0  # when the position was last written to the database
 
     def start(self) -> None:
         # the first start on a data dir begins at the feed's end: no hook or webhookUrl existed before
-        self.db.setting_once(FEED_POSITION, str(self.hooks.feed.last_seq))
+        self._position = int(self.db.setting_once(FEED_POSITION, str(self.hooks.feed.last_seq)))
         self.hooks.feed.on_event(lambda event: self._wake.set())
         self._threads = [threading.Thread(target=self._run, name="filekiln-webhooks", daemon=True)]
         self._threads += [threading.Thread(target=self._send_loop, name=f"filekiln-webhook-{n}", daemon=True)
@@ -73,6 +77,7 @@ class Dispatcher:
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
         self._threads = []
+        self._store_position()
 
     # ---- the scheduling thread ----
 
@@ -89,20 +94,39 @@ class Dispatcher:
             self._wake.clear()
 
     def collect(self) -> int:
-        """Turn the events recorded since the stored position into deliveries; returns how many events."""
+        """Turn the events recorded since the last position into deliveries; returns how many events.
+
+        Most events have no target (progress, or a key without hooks): those only move the position,
+        which is written with the deliveries it produced, else at most every few seconds. A restart
+        may see a few events again; a delivery is one row per target and event, so none is doubled.
+        """
         seen = 0
         while True:
-            position = int(self.db.get_setting(FEED_POSITION) or 0)
-            events = self.hooks.feed.since(position)
+            events = self.hooks.feed.since(self._position)
             if not events:
+                if seen:
+                    self._store_position(lazily=True)
                 return seen
-            with self.db.transaction() as conn:
-                for event in events:
-                    if event.type in EVENTS:
-                        for target, url in self._targets(conn, event):
-                            self._insert(conn, target, url, event)
-                conn.execute("update settings set value = ? where name = ?", (str(events[-1].seq), FEED_POSITION))
+            conn = self.db.connect()
+            found = [(event, target, url) for event in events if event.type in EVENTS
+                     for target, url in self._targets(conn, event)]
+            self._position = events[-1].seq
+            if found:
+                with self.db.transaction() as conn:
+                    for event, target, url in found:
+                        self._insert(conn, target, url, event)
+                    self._write_position(conn)
             seen += len(events)
+
+    def _store_position(self, lazily: bool = False) -> None:
+        if not lazily or time.monotonic() - self._stored >= POSITION_WRITE_SECONDS:
+            with self.db.transaction() as conn:
+                self._write_position(conn)
+
+    def _write_position(self, conn: Any) -> None:
+        conn.execute("update settings set value = ? where name = ? and cast(value as integer) < ?",
+                     (str(self._position), FEED_POSITION, self._position))
+        self._stored = time.monotonic()
 
     def _targets(self, conn: Any, event: JobEvent) -> list[tuple[str, str]]:
         job = event.job
