@@ -3,6 +3,7 @@
 from converters.base import Tool
 from converters.tools.pdf.compress import PdfCompress
 from converters.tools.pdf.pages import PdfDeletePages, PdfExtractPages, PdfMerge, PdfRotate, PdfSplit
+from converters.tools.pdf.redact import PdfRedact, PdfSanitize
 from converters.tools.pdf.render import ImageToPdf, PdfToImage, PdfToText
 from converters.tools.pdf.security import PdfMetadata, PdfProtect, PdfUnlock, PdfWatermark
 
@@ -10,3 +11,4 @@ TOOLS: list[Tool] = [
     PdfCompress(), PdfMerge(), PdfSplit(), PdfRotate(), PdfExtractPages(), PdfDeletePages(),
     PdfToImage(), ImageToPdf(), PdfToText(), PdfProtect(), PdfUnlock(), PdfWatermark(), PdfMetadata(),
 ]
+TOOLS += [PdfRedact(), PdfSanitize()]
