@@ -31,7 +31,12 @@ BOMB_TIMEOUT = 4.0
 # over three times the jobs' 4 s timeout. (An 8 GiB bomb, 40-60 s of lexing, stalled whole clean-clone CI
 # runs here for as long as it was lexed, the test process included, while the same test passed alone.)
 CONTENT_BOMB = 2 * GiB
-SHORT = {"pdf-to-image": BOMB_TIMEOUT, "pdf-to-text": BOMB_TIMEOUT, "pdf-compress": BOMB_TIMEOUT}
+SHORT = {"pdf-to-image": BOMB_TIMEOUT, "pdf-to-text": BOMB_TIMEOUT, "pdf-compress": BOMB_TIMEOUT,
+         "pdf-redact": BOMB_TIMEOUT}
+# Params for the bombs' jobs where a tool needs some; the others run with none.
+BOMB_PARAMS: dict[str, dict[str, Any]] = {
+    "pdf-redact": {"terms": ["Defused"], "areas": [{"page": 1, "x0": 150, "y0": 150, "x1": 250, "y1": 250}]},
+}
 
 
 # --------------------------------------------------------------------------- samples
@@ -231,6 +236,8 @@ PAGE_BY_PAGE = [
     ("pdf-extract-pages", {"pages": "1-"}, "pdf"),
     ("pdf-delete-pages", {"pages": "1"}, "pdf"),
     ("pdf-merge", {}, "pdf"),
+    ("pdf-redact", {"terms": ["secret"]}, "pdf"),
+    ("pdf-sanitize", {}, "pdf"),
 ]
 
 
@@ -305,15 +312,16 @@ def test_content_stream_flate_bomb_fails_within_the_timeout_and_memory_cap(
         capped: tuple[Server, httpx.Client]) -> None:
     server, client = capped
     ref = upload(client, "content-bomb.pdf", flate_bomb_pdf("content", CONTENT_BOMB, 3))
-    ids = {tool: create(client, tool, ref["id"], {}, fmt).json()["id"]
+    ids = {tool: create(client, tool, ref["id"], BOMB_PARAMS.get(tool, {}), fmt).json()["id"]
            for tool, fmt in (("pdf-to-image", "png"), ("pdf-to-text", "txt"), ("pdf-compress", "pdf"),
-                             ("pdf-metadata", "json"))}
+                             ("pdf-metadata", "json"), ("pdf-redact", "pdf"), ("pdf-sanitize", "pdf"))}
     ended, peak_server, peak_child = wait_all(server, client, list(ids.values()), timeout=180)
     outcome = {job["tool"]: (job["status"], job["errorCode"]) for job in ended}
     # MuPDF streams the 8 GiB of content through its lexer in constant memory: only the clock stops it
     # (the supervisor's deadline is the only source of errorCode "timeout").
     assert outcome == {"pdf-to-image": ("FAILED", "timeout"), "pdf-to-text": ("FAILED", "timeout"),
-                       "pdf-compress": ("FAILED", "timeout"), "pdf-metadata": ("DONE", None)}, ended
+                       "pdf-compress": ("FAILED", "timeout"), "pdf-metadata": ("DONE", None),
+                       "pdf-redact": ("FAILED", "timeout"), "pdf-sanitize": ("DONE", None)}, ended
     for job in ended:
         # The clock stops it after BOMB_TIMEOUT; the slack covers the kill and the bookkeeping, also on a
         # machine that stalls for a while.
@@ -328,10 +336,11 @@ def test_content_stream_flate_bomb_fails_within_the_timeout_and_memory_cap(
 def test_image_flate_bomb_is_decoded_only_as_far_as_the_image_needs(capped: tuple[Server, httpx.Client]) -> None:
     server, client = capped
     ref = upload(client, "image-bomb.pdf", flate_bomb_pdf("image", 4 * GiB, 2))
-    ids = {tool: create(client, tool, ref["id"], {}, fmt).json()["id"]
-           for tool, fmt in (("pdf-to-image", "png"), ("pdf-to-text", "txt"), ("pdf-compress", "pdf"))}
+    ids = {tool: create(client, tool, ref["id"], BOMB_PARAMS.get(tool, {}), fmt).json()["id"]
+           for tool, fmt in (("pdf-to-image", "png"), ("pdf-to-text", "txt"), ("pdf-compress", "pdf"),
+                             ("pdf-redact", "pdf"), ("pdf-sanitize", "pdf"))}
     ended, _, peak_child = wait_all(server, client, list(ids.values()))
-    assert [job["status"] for job in ended] == ["DONE"] * 3, ended
+    assert [job["status"] for job in ended] == ["DONE"] * len(ids), ended
     assert peak_child < BOUNDED, f"a conversion child reached {peak_child >> 20} MiB"
     with Image.open(io.BytesIO(download(client, ids["pdf-to-image"]))) as image:
         assert image.size == (1275, 1650)  # Letter at the default 150 dpi
