@@ -264,7 +264,7 @@ class JobWorker:
             if value != state["progress"]:
                 state["progress"] = value
                 t = now()
-                if t - state["written"] >= PROGRESS_WRITE_INTERVAL or value == 99:
+                if t - state["written"] >= PROGRESS_WRITE_INTERVAL:
                     state["written"] = t
                     self.events.change(job.id, PROGRESS, "update jobs set progress = ?, updated_at = ?,"
                                        " heartbeat_at = ? where id = ? and status = ?", value, t, t, job.id,
@@ -281,14 +281,18 @@ class JobWorker:
             self.db.execute("update jobs set heartbeat_at = ?, progress = max(progress, ?) where id = ? and status = ?",
                             t, state["progress"], job.id, JobStatus.PROCESSING)
 
-        on_progress(0.0)
+        def started(pid: int) -> None:
+            """The child has the job: record it (a dead worker's child is found by it) and show 1 %."""
+            t = now()
+            state["progress"], state["written"] = 1, t
+            self.events.change(job.id, PROGRESS, "update jobs set child_pid = ?, progress = 1, updated_at = ?,"
+                               " heartbeat_at = ? where id = ? and status = ?", pid, t, t, job.id,
+                               JobStatus.PROCESSING)
+
         return run_supervised(spec, log_path=log_path,
                               timeout=self.settings.tool_timeouts.get(tool.id, tool.timeout_seconds),
                               on_progress=on_progress, should_cancel=should_cancel, on_tick=heartbeat,
-                              pool=self.children, on_start=lambda pid: self._record_child(job.id, pid))
-
-    def _record_child(self, job_id: str, pid: int) -> None:
-        self.db.execute("update jobs set child_pid = ? where id = ?", pid, job_id)
+                              pool=self.children, on_start=started)
 
     def public(self, text: str, names: dict[str, str]) -> str:
         """An engine's words without the data dir's layout: stored inputs by their names, other paths elided."""
