@@ -92,6 +92,9 @@ CODES: dict[str, ErrorCode] = {
     "password_protected": _job("Password protected",
                                "The file is protected by a password. Unlock it first (PDF: the Unlock tool)."),
     "wrong_password": _job("Wrong password", "The password is not right for this file."),
+    "bad_certificate": _job("Bad certificate", "The certificate file cannot be used to sign: wrong password, "
+                                               "no private key, expired, or damaged."),
+    "not_signed": _job("Not signed", "The PDF has no digital signature to check."),
     "unsupported_conversion": _job("Unsupported conversion", "This tool cannot make that output from this file."),
     "invalid_pages": _job("Invalid pages", "The page numbers do not exist in this document."),
     "invalid_trim": _job("Invalid trim", "The start or end of the cut lies outside the recording."),

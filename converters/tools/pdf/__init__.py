@@ -6,9 +6,11 @@ from converters.tools.pdf.pages import PdfDeletePages, PdfExtractPages, PdfMerge
 from converters.tools.pdf.redact import PdfRedact, PdfSanitize
 from converters.tools.pdf.render import ImageToPdf, PdfToImage, PdfToText
 from converters.tools.pdf.security import PdfMetadata, PdfProtect, PdfUnlock, PdfWatermark
+from converters.tools.pdf.signing import PdfSign, PdfVerifySignatures
 
 TOOLS: list[Tool] = [
     PdfCompress(), PdfMerge(), PdfSplit(), PdfRotate(), PdfExtractPages(), PdfDeletePages(),
     PdfToImage(), ImageToPdf(), PdfToText(), PdfProtect(), PdfUnlock(), PdfWatermark(), PdfMetadata(),
 ]
 TOOLS += [PdfRedact(), PdfSanitize()]
+TOOLS += [PdfSign(), PdfVerifySignatures()]
