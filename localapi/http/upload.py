@@ -12,6 +12,7 @@ import errno
 from dataclasses import dataclass, field
 
 import anyio
+from python_multipart.exceptions import FormParserError
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import ClientDisconnect, Request
 
@@ -101,11 +102,14 @@ async def receive_upload(request: Request, store: FileStore, limit: int) -> Uplo
         if current.name != "file" and current.name:
             fields[current.name] = field_value.decode("utf-8", "replace")
 
-    parser = MultipartParser(boundary, callbacks={
-        "on_part_begin": on_part_begin, "on_header_field": on_header_field, "on_header_value": on_header_value,
-        "on_header_end": on_header_end, "on_headers_finished": on_headers_finished,
-        "on_part_data": on_part_data, "on_part_end": on_part_end,
-    }, max_header_count=8, max_header_size=8192)
+    try:
+        parser = MultipartParser(boundary, callbacks={
+            "on_part_begin": on_part_begin, "on_header_field": on_header_field, "on_header_value": on_header_value,
+            "on_header_end": on_header_end, "on_headers_finished": on_headers_finished,
+            "on_part_data": on_part_data, "on_part_end": on_part_end,
+        }, max_header_count=8, max_header_size=8192)
+    except FormParserError:  # a boundary it will not take (over 256 characters): the client's mistake
+        raise BadRequest("The multipart boundary is too long.", code="malformed_request") from None
 
     # The disk write and the hash of one batch run on a thread while the next batch is read and
     # parsed here: one batch in flight at a time, so memory stays at two batches whatever the size.
