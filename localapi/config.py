@@ -49,6 +49,9 @@ class Settings:
     rate_limit_burst: int = 500
     read_rate_limit_per_second: float = 1000.0  # reads (GET, HEAD), in a bucket of their own
     read_rate_limit_burst: int = 2000
+    # proxies whose X-Forwarded-For is believed (IPs or networks); none by default, so that a client
+    # cannot choose the address its anonymous rate limit is counted under
+    trusted_proxies: tuple[str, ...] = ()
     idempotency_hours: float = 24.0
     job_memory_limit_mb: int = 4096
     purge_interval_seconds: float = 600.0
