@@ -1,6 +1,7 @@
 """PDF tools on PyMuPDF."""
 
 from converters.base import Tool
+from converters.tools.pdf.compare import PdfCompare
 from converters.tools.pdf.compress import PdfCompress
 from converters.tools.pdf.pages import PdfDeletePages, PdfExtractPages, PdfMerge, PdfRotate, PdfSplit
 from converters.tools.pdf.redact import PdfRedact, PdfSanitize
@@ -14,3 +15,4 @@ TOOLS: list[Tool] = [
 ]
 TOOLS += [PdfRedact(), PdfSanitize()]
 TOOLS += [PdfSign(), PdfVerifySignatures()]
+TOOLS += [PdfCompare()]
