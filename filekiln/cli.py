@@ -114,7 +114,7 @@ def open_service(settings: Settings) -> Any:
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
-    from localapi.http.app import create_app
+    from localapi.server import uvicorn_config
 
     setup_logging(settings)
     log = logging.getLogger("filekiln")
@@ -124,9 +124,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     service = open_service(settings)
     if settings.workers > 0:  # --workers 0: API only, with `filekiln worker` processes doing the jobs
         service.start_workers()
-    config = uvicorn.Config(create_app(service), host=settings.host, port=settings.port,
-                            log_level=settings.log_level, access_log=True, timeout_graceful_shutdown=5,
-                            server_header=False, log_config=None)
+    config = uvicorn_config(service, log_level=settings.log_level, access_log=True, timeout_graceful_shutdown=5)
     server = uvicorn.Server(config)
     print(f"FileKiln {__version__} serving {settings.base_url} (data in {settings.data_dir})", flush=True)
     # uvicorn handles SIGINT/SIGTERM, then raises the signal again once it has stopped; with this

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from typing import Any
 
 import uvicorn
 
@@ -20,6 +21,19 @@ def port_free(host: str, port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+def uvicorn_config(service: Service, **options: Any) -> uvicorn.Config:
+    """How FileKiln is served, the same by ``filekiln serve`` and the desktop app; ``options`` add
+    uvicorn's own (log level, access log, grace period).
+
+    uvicorn believes ``X-Forwarded-For`` from loopback by default, which on a loopback server lets any
+    client name the address it is counted under; only the ``trusted_proxies`` setting turns it on."""
+    settings = service.settings
+    proxies = list(settings.trusted_proxies)
+    return uvicorn.Config(create_app(service), host=settings.host, port=settings.port, server_header=False,
+                          log_config=None, proxy_headers=bool(proxies), forwarded_allow_ips=proxies or None,
+                          **options)
 
 
 class ApiServer:
@@ -42,9 +56,7 @@ class ApiServer:
         if not port_free(settings.host, settings.port):
             self.error = f"Port {settings.port} on {settings.host} is in use by another program."
             return False
-        config = uvicorn.Config(create_app(self.service), host=settings.host, port=settings.port,
-                                log_level="warning", server_header=False, log_config=None)
-        server = uvicorn.Server(config)
+        server = uvicorn.Server(uvicorn_config(self.service, log_level="warning"))
         # uvicorn installs no signal handlers off the main thread
         self._server = server
         self._thread = threading.Thread(target=server.run, daemon=True, name="filekiln-api")

@@ -10,7 +10,7 @@ from typing import Annotated
 
 from fastapi import Depends, Header, Path, Request
 
-from localapi.core.errors import InvalidApiKey, RateLimited
+from localapi.core.errors import InvalidApiKey, JobNotFound, RateLimited
 from localapi.core.jobs import Caller, Job
 from localapi.core.keys import ApiKey
 from localapi.core.ratelimit import retry_after
@@ -42,23 +42,36 @@ def _rate_limit(service: Service, caller: str, request: Request) -> None:
         raise RateLimited("Too many requests for this key; slow down.", headers={"Retry-After": retry_after(wait)})
 
 
-def optional_key(
-    request: Request,
+def _anonymous(request: Request) -> str:
+    """The buckets of a caller without a key: its address (the peer's, or the one a trusted proxy names)."""
+    return f"anon:{request.client.host if request.client else '-'}"
+
+
+def sent_key(
     service: ServiceDep,
+    request: Request,
     x_api_key: Annotated[str | None, Header(include_in_schema=False)] = None,
     authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> ApiKey | None:
-    """The calling key, if one was sent; a key that is sent must be valid."""
+    """The calling key, if one was sent; a key that is sent must be valid, and is charged to its buckets.
+    Where the anonymous caller is charged is left to the dependant (see ``optional_key``, ``load_job``)."""
     secret = _secret_from(x_api_key, authorization)
     if secret is None:
         if service.settings.keys_everywhere:
             raise InvalidApiKey("Send an API key in X-API-Key or Authorization: Bearer.")
-        _rate_limit(service, f"anon:{request.client.host if request.client else '-'}", request)
         return None
     key = service.keys.authenticate(secret)
     if key is None:
         raise InvalidApiKey("The API key is not valid or was revoked.")
     _rate_limit(service, key.id, request)
+    return key
+
+
+async def optional_key(request: Request, service: ServiceDep,
+                       key: Annotated[ApiKey | None, Depends(sent_key)]) -> ApiKey | None:
+    """The calling key, if one was sent; without one, the caller's address is charged."""
+    if key is None:
+        _rate_limit(service, _anonymous(request), request)
     return key
 
 
@@ -76,7 +89,7 @@ async def key_caller(key: KeyDep) -> Caller:
     return Caller(key=key)
 
 
-async def job_id_caller(key: OptionalKeyDep) -> Caller:
+async def job_id_caller(key: Annotated[ApiKey | None, Depends(sent_key)]) -> Caller:
     """GET /jobs/{id} and its result answer without a key (job ids carry 128 random bits);
     with a key, only that key's jobs are visible."""
     return Caller(key=key) if key is not None else Caller(any_owner=True)
@@ -86,9 +99,20 @@ CallerDep = Annotated[Caller, Depends(key_caller)]
 JobReaderDep = Annotated[Caller, Depends(job_id_caller)]
 
 
-def load_job(service: ServiceDep, caller: JobReaderDep,
+def load_job(service: ServiceDep, caller: JobReaderDep, request: Request,
              id: Annotated[str, Path(description="The job id", max_length=100)]) -> Job:
-    return service.jobs.get(id, caller)
+    """The job ``id``. A reader without a key is charged to its address's buckets for this job alone, so
+    that one eager poller does not starve the others on the same machine; an id that names no job is
+    charged to the address's own buckets, so that guessing ids buys no fresh ones."""
+    if caller.key is not None:
+        return service.jobs.get(id, caller)
+    try:
+        job = service.jobs.get(id, caller)
+    except JobNotFound:
+        _rate_limit(service, _anonymous(request), request)
+        raise
+    _rate_limit(service, f"{_anonymous(request)}:{job.id}", request)
+    return job
 
 
 def load_own_job(service: ServiceDep, caller: CallerDep,

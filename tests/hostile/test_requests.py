@@ -8,10 +8,13 @@ read the answer once it had sent everything, which hides whether the server answ
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
+import httpx
 import pytest
 
-from tests.conftest import Server, assert_problem, start_server
+from localapi.core.ratelimit import KEEP_BUCKETS, RateLimiter
+from tests.conftest import Server, assert_problem, png_bytes, start_server, upload, write_settings
 
 
 @pytest.fixture(scope="module")
@@ -39,3 +42,66 @@ def test_a_multipart_boundary_over_256_characters_is_malformed_request(server: S
         r = c.post("/files", content=content, headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
     assert_problem(r, 400, "malformed_request")
     assert "Traceback" not in server.log()
+
+
+# --------------------------------------------------------------------------- the anonymous rate limit
+
+
+def tight_server(tmp_path: Path, **settings: object) -> Server:
+    data = tmp_path / "data"
+    data.mkdir()
+    # a read bucket of 5 that refills too slowly to matter within a test
+    write_settings(data, read_rate_limit_per_second=0.01, read_rate_limit_burst=5, **settings)
+    return start_server(data, tmp_path / "server.log", "--workers", "0")
+
+
+def test_x_forwarded_for_does_not_make_a_new_anonymous_client(tmp_path: Path) -> None:
+    srv = tight_server(tmp_path)
+    try:
+        codes = [httpx.get(f"{srv.base_url}/health", headers={"X-Forwarded-For": f"10.0.0.{i}"}).status_code
+                 for i in range(1, 12)]
+        assert codes[:4] == [200] * 4 and 429 in codes, codes  # the server's own /health poll took one
+    finally:
+        srv.stop()
+
+
+def test_x_forwarded_for_is_trusted_from_a_listed_proxy(tmp_path: Path) -> None:
+    srv = tight_server(tmp_path, trusted_proxies=["127.0.0.1"])
+    try:
+        codes = [httpx.get(f"{srv.base_url}/health", headers={"X-Forwarded-For": f"10.0.0.{i}"}).status_code
+                 for i in range(1, 12)]
+        assert codes == [200] * 11, codes  # each is a client of its own behind the proxy
+    finally:
+        srv.stop()
+
+
+def test_each_anonymous_job_reader_has_a_share_of_its_own(tmp_path: Path) -> None:
+    srv = tight_server(tmp_path)
+    try:
+        with srv.client(srv.create_key()) as c:
+            ref = upload(c, "a.png", png_bytes())
+            jobs = [c.post("/jobs", json={"tool": "image-convert", "inputFileIds": [ref["id"]]}).json()["id"]
+                    for _ in range(2)]
+        greedy = [httpx.get(f"{srv.base_url}/jobs/{jobs[0]}").status_code for _ in range(10)]
+        assert 429 in greedy, greedy
+        # another poller on the same machine, of another job, is not starved by the first
+        assert [httpx.get(f"{srv.base_url}/jobs/{jobs[1]}").status_code for _ in range(4)] == [200] * 4
+        assert httpx.get(f"{srv.base_url}/jobs/{jobs[1]}/result").status_code == 409
+        # and guessing ids does not buy fresh buckets: unknown ones share the address's bucket
+        guesses = [httpx.get(f"{srv.base_url}/jobs/job_{i:032x}").status_code for i in range(10)]
+        assert set(guesses) <= {404, 429} and 429 in guesses, guesses
+    finally:
+        srv.stop()
+
+
+def test_buckets_that_filled_up_again_are_forgotten() -> None:
+    """Anonymous readers of one job come and go: their buckets must not pile up, those still
+    limiting someone must stay."""
+    refilled_at_once = RateLimiter(1e12, 2)
+    for i in range(3 * KEEP_BUCKETS):
+        refilled_at_once.take(f"anon:127.0.0.1:job_{i}")
+    assert len(refilled_at_once) <= KEEP_BUCKETS
+    never_refilled = RateLimiter(1e-9, 2)
+    for i in range(3 * KEEP_BUCKETS):
+        never_refilled.take(f"anon:127.0.0.1:job_{i}")
+    assert len(never_refilled) == 3 * KEEP_BUCKETS
