@@ -1,6 +1,7 @@
 """PDF tools on PyMuPDF."""
 
 from converters.base import Tool
+from converters.tools.pdf.archival import PdfToPdfa
 from converters.tools.pdf.compare import PdfCompare
 from converters.tools.pdf.compress import PdfCompress
 from converters.tools.pdf.pages import PdfDeletePages, PdfExtractPages, PdfMerge, PdfRotate, PdfSplit
@@ -16,3 +17,4 @@ TOOLS: list[Tool] = [
 TOOLS += [PdfRedact(), PdfSanitize()]
 TOOLS += [PdfSign(), PdfVerifySignatures()]
 TOOLS += [PdfCompare()]
+TOOLS += [PdfToPdfa()]
