@@ -21,20 +21,29 @@ log = logging.getLogger("filekiln.http")
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 
 _TITLES = {400: "Malformed request", 401: "API key missing or invalid", 403: "Forbidden", 404: "Not found",
-           405: "Method not allowed", 409: "Conflict", 410: "Gone", 413: "Request too large",
-           415: "Unsupported format", 422: "Invalid parameters", 429: "Too many requests",
+           405: "Method not allowed", 409: "Conflict", 410: "Gone",
+           413: "Request too large", 415: "Unsupported format", 422: "Invalid parameters", 429: "Too many requests",
+           431: "Request headers too large",
            500: "Internal error", 503: "Service unavailable", 507: "Insufficient storage"}
-_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "file_too_large",
+# the code of an HTTPException raised by FastAPI or Starlette themselves; a 400 from them is a body
+# they could not read (a number of 5000 digits, nesting 5000 deep, bytes that are not UTF-8)
+_CODES = {400: "malformed_request", 404: "not_found", 405: "method_not_allowed", 413: "file_too_large",
           500: "internal_error"}
 
 
-def problem_response(status: int, code: str, detail: str, *, title: str | None = None,
-                     errors: dict[str, list[str]] | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
+def problem_body(status: int, code: str, detail: str, *, title: str | None = None,
+                 errors: dict[str, list[str]] | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {"type": f"urn:filekiln:problem:{code}", "title": title or _TITLES.get(status, "Error"),
                             "status": status, "detail": detail, "code": code}
     if errors:
         body["errors"] = errors
-    return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_MEDIA_TYPE)
+    return body
+
+
+def problem_response(status: int, code: str, detail: str, *, title: str | None = None,
+                     errors: dict[str, list[str]] | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(problem_body(status, code, detail, title=title, errors=errors), status_code=status,
+                        headers=headers, media_type=PROBLEM_MEDIA_TYPE)
 
 
 def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:

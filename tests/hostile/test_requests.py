@@ -7,6 +7,9 @@ read the answer once it had sent everything, which hides whether the server answ
 
 from __future__ import annotations
 
+import json
+import select
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,7 +34,43 @@ def key(server: Server) -> str:
     return server.create_key()
 
 
+# --------------------------------------------------------------------------- raw HTTP over a socket
+
+
+def read_answer(sock: socket.socket, received: bytes = b"") -> httpx.Response:
+    """One response from ``sock`` (Content-Length framed, as every FileKiln error is)."""
+    while b"\r\n\r\n" not in received:
+        chunk = sock.recv(65536)
+        assert chunk, f"connection closed without an answer (got {received[:200]!r})"
+        received += chunk
+    raw_head, _, content = received.partition(b"\r\n\r\n")
+    status_line, *header_lines = raw_head.decode("latin-1").split("\r\n")
+    headers = [tuple(line.split(": ", 1)) for line in header_lines]
+    length = int(next((v for k, v in headers if k.lower() == "content-length"), "0"))
+    while len(content) < length:
+        chunk = sock.recv(65536)
+        assert chunk, "connection closed in the middle of the answer"
+        content += chunk
+    return httpx.Response(int(status_line.split()[1]), headers=headers, content=content[:length])
+
+
 # --------------------------------------------------------------------------- malformed requests: problem+json
+
+
+def deep(depth: int) -> bytes:
+    return b'{"tool": "image-convert", "inputFileIds": [], "params": {"a": ' + b"[" * depth + b"]" * depth + b"}}"
+
+
+@pytest.mark.parametrize("content", [
+    b'{"tool": "image-convert", "inputFileIds": [], "params": {"n": ' + b"9" * 5000 + b"}}",
+    deep(5000),
+    b'{"tool": "image-\xff\xfe", "inputFileIds": []}',
+    b'{"tool": "image-convert", "inputFileIds": [], "params": {"n": NaN}',
+], ids=["5000 digits", "5000 deep", "invalid utf-8", "cut off"])
+def test_json_the_parser_cannot_read_is_malformed_request(server: Server, key: str, content: bytes) -> None:
+    with server.client(key) as c:
+        r = c.post("/jobs", content=content, headers={"Content-Type": "application/json"})
+    assert_problem(r, 400, "malformed_request")
 
 
 def test_a_multipart_boundary_over_256_characters_is_malformed_request(server: Server, key: str) -> None:
@@ -42,6 +81,32 @@ def test_a_multipart_boundary_over_256_characters_is_malformed_request(server: S
         r = c.post("/files", content=content, headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
     assert_problem(r, 400, "malformed_request")
     assert "Traceback" not in server.log()
+
+
+@pytest.mark.parametrize(("raw", "status", "code"), [
+    (b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 40000 + b"\r\n\r\n", 431, "request_too_large"),
+    (b"GET /v1/h\xc3\xa9alth HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 400, "malformed_request"),
+    (b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: 127.0.0.1\r\n\r\n", 400, "malformed_request"),
+    (b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: gzip\r\n\r\n", 400, "malformed_request"),
+    (b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400,
+     "malformed_request"),
+    (b"GET /v1/health\r\n\r\n", 400, "malformed_request"),
+    (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\x00" * 40, 400, "malformed_request"),  # TLS to plain HTTP
+], ids=["header over 16 KB", "non-ASCII path", "two Host headers", "unknown transfer coding",
+        "two content lengths", "HTTP/0.9", "TLS hello"])
+def test_requests_the_http_layer_refuses_are_problem_json(server: Server, raw: bytes, status: int, code: str) -> None:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+        try:
+            for i in range(0, len(raw), 8192):  # in pieces, as a big header arrives over the network
+                if select.select([sock], [], [], 0.05)[0]:
+                    break  # answered already
+                sock.sendall(raw[i:i + 8192])
+        except OSError:  # closed on us: the answer is still to be read
+            pass
+        answer = read_answer(sock)
+    body = assert_problem(answer, status, code)
+    assert answer.headers["connection"] == "close"
+    assert "Invalid HTTP request" not in json.dumps(body)
 
 
 # --------------------------------------------------------------------------- the anonymous rate limit
