@@ -9,7 +9,9 @@ words of our own, not the library's.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -235,6 +237,19 @@ def sign_file(data: bytes, target: Path, credentials: Credentials, params: SignP
 # --------------------------------------------------------------------------- pdf-verify-signatures
 
 
+@contextmanager
+def _untrusted_expected() -> Iterator[None]:
+    """pyHanko logs a warning with a traceback for each signer it cannot trust; with no trust roots given,
+    that is every signer, and the report already says so."""
+    log = logging.getLogger("pyhanko.sign.validation.generic_cms")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
 def _when(value: datetime | None) -> str | None:
     return value.astimezone(UTC).isoformat() if value is not None else None
 
@@ -272,7 +287,8 @@ def signature_report(embedded: Any) -> dict[str, Any]:
         }
         entry["chain"] = [c.subject.human_friendly for c in embedded.other_embedded_certs]
         # No trust roots: the report tells what the signature proves about the file, not whom to trust.
-        status = validate_pdf_signature(embedded, ValidationContext(trust_roots=[], allow_fetching=False))
+        with _untrusted_expected():
+            status = validate_pdf_signature(embedded, ValidationContext(trust_roots=[], allow_fetching=False))
     except Exception as exc:  # noqa: BLE001 - pyHanko raises many kinds on a mangled signature
         entry.update(integrity="broken", problem=f"The signature cannot be checked: {type(exc).__name__}.")
         entry.update(trusted=False, modifiedAfterSigning=None, coverage=None)
