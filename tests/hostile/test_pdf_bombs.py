@@ -32,7 +32,7 @@ BOMB_TIMEOUT = 4.0
 # runs here for as long as it was lexed, the test process included, while the same test passed alone.)
 CONTENT_BOMB = 2 * GiB
 SHORT = {"pdf-to-image": BOMB_TIMEOUT, "pdf-to-text": BOMB_TIMEOUT, "pdf-compress": BOMB_TIMEOUT,
-         "pdf-redact": BOMB_TIMEOUT}
+         "pdf-redact": BOMB_TIMEOUT, "pdf-to-pdfa": BOMB_TIMEOUT, "pdf-compare": BOMB_TIMEOUT}
 # Params for the bombs' jobs where a tool needs some; the others run with none.
 BOMB_PARAMS: dict[str, dict[str, Any]] = {
     "pdf-redact": {"terms": ["Defused"], "areas": [{"page": 1, "x0": 150, "y0": 150, "x1": 250, "y1": 250}]},
@@ -238,6 +238,7 @@ PAGE_BY_PAGE = [
     ("pdf-merge", {}, "pdf"),
     ("pdf-redact", {"terms": ["secret"]}, "pdf"),
     ("pdf-sanitize", {}, "pdf"),
+    ("pdf-to-pdfa", {}, "pdf"),
 ]
 
 
@@ -314,14 +315,16 @@ def test_content_stream_flate_bomb_fails_within_the_timeout_and_memory_cap(
     ref = upload(client, "content-bomb.pdf", flate_bomb_pdf("content", CONTENT_BOMB, 3))
     ids = {tool: create(client, tool, ref["id"], BOMB_PARAMS.get(tool, {}), fmt).json()["id"]
            for tool, fmt in (("pdf-to-image", "png"), ("pdf-to-text", "txt"), ("pdf-compress", "pdf"),
-                             ("pdf-metadata", "json"), ("pdf-redact", "pdf"), ("pdf-sanitize", "pdf"))}
+                             ("pdf-metadata", "json"), ("pdf-redact", "pdf"), ("pdf-sanitize", "pdf"),
+                             ("pdf-to-pdfa", "pdf"), ("pdf-verify-signatures", "json"))}
     ended, peak_server, peak_child = wait_all(server, client, list(ids.values()), timeout=180)
     outcome = {job["tool"]: (job["status"], job["errorCode"]) for job in ended}
     # MuPDF streams the 8 GiB of content through its lexer in constant memory: only the clock stops it
     # (the supervisor's deadline is the only source of errorCode "timeout").
     assert outcome == {"pdf-to-image": ("FAILED", "timeout"), "pdf-to-text": ("FAILED", "timeout"),
                        "pdf-compress": ("FAILED", "timeout"), "pdf-metadata": ("DONE", None),
-                       "pdf-redact": ("FAILED", "timeout"), "pdf-sanitize": ("DONE", None)}, ended
+                       "pdf-redact": ("FAILED", "timeout"), "pdf-sanitize": ("DONE", None),
+                       "pdf-to-pdfa": ("FAILED", "timeout"), "pdf-verify-signatures": ("FAILED", "not_signed")}, ended
     for job in ended:
         # The clock stops it after BOMB_TIMEOUT; the slack covers the kill and the bookkeeping, also on a
         # machine that stalls for a while.
@@ -338,7 +341,7 @@ def test_image_flate_bomb_is_decoded_only_as_far_as_the_image_needs(capped: tupl
     ref = upload(client, "image-bomb.pdf", flate_bomb_pdf("image", 4 * GiB, 2))
     ids = {tool: create(client, tool, ref["id"], BOMB_PARAMS.get(tool, {}), fmt).json()["id"]
            for tool, fmt in (("pdf-to-image", "png"), ("pdf-to-text", "txt"), ("pdf-compress", "pdf"),
-                             ("pdf-redact", "pdf"), ("pdf-sanitize", "pdf"))}
+                             ("pdf-redact", "pdf"), ("pdf-sanitize", "pdf"), ("pdf-to-pdfa", "pdf"))}
     ended, _, peak_child = wait_all(server, client, list(ids.values()))
     assert [job["status"] for job in ended] == ["DONE"] * len(ids), ended
     assert peak_child < BOUNDED, f"a conversion child reached {peak_child >> 20} MiB"
@@ -348,3 +351,38 @@ def test_image_flate_bomb_is_decoded_only_as_far_as_the_image_needs(capped: tupl
     assert b"Defused" in download(client, ids["pdf-to-text"])
     assert len(download(client, ids["pdf-compress"])) < 100_000
     assert_work_dirs_removed(server, list(ids.values()))
+
+
+# --------------------------------------------------------------------------- tools that take two inputs
+
+
+def create_two(client: httpx.Client, tool: str, file_ids: list[str], params: dict[str, Any]) -> httpx.Response:
+    return client.post("/jobs", json={"tool": tool, "inputFileIds": file_ids, "params": params})
+
+
+@pytest.mark.parametrize("capped", [SHORT], indirect=True, ids=["short-timeouts"])
+def test_compare_and_sign_get_through_the_bombs(capped: tuple[Server, httpx.Client], pages_pdf: bytes,
+                                               tmp_path: Path) -> None:
+    from tests.converters.test_pdf_signing import PASSWORD, certificate, p12_file
+
+    server, client = capped
+    pages = upload(client, "pages.pdf", pages_pdf)["id"]
+    body = assert_problem(create_two(client, "pdf-compare", [pages, pages], {}), 422, "input_too_large")
+    assert "100,000" in body["detail"]
+    bomb = upload(client, "content-bomb.pdf", flate_bomb_pdf("content", CONTENT_BOMB, 3))["id"]
+    keyfile = upload(client, "me.p12", p12_file(tmp_path / "me.p12", *certificate()).read_bytes())["id"]
+    ids = {"pdf-compare": create_two(client, "pdf-compare", [bomb, bomb], {}).json()["id"],
+           "pdf-sign": create_two(client, "pdf-sign", [bomb, keyfile], {"password": PASSWORD, "visible": True})
+           .json()["id"]}
+    ended, _, peak_child = wait_all(server, client, list(ids.values()), timeout=180)
+    outcome = {job["tool"]: (job["status"], job["errorCode"]) for job in ended}
+    # signing never reads the page content; comparing reads its text, and the clock stops it
+    assert outcome == {"pdf-compare": ("FAILED", "timeout"), "pdf-sign": ("DONE", None)}, ended
+    assert peak_child < BOUNDED, f"a conversion child reached {peak_child >> 20} MiB"
+    signed = upload(client, "signed-bomb.pdf", download(client, ids["pdf-sign"]))["id"]
+    verified = create(client, "pdf-verify-signatures", signed, {}, "json").json()["id"]
+    [job], _, _ = wait_all(server, client, [verified])
+    assert job["status"] == "DONE", job
+    assert b'"integrity": "intact"' in download(client, verified)
+    assert_work_dirs_removed(server, [*ids.values(), verified])
+    assert_service_still_works(server, client)
