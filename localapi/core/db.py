@@ -102,6 +102,10 @@ class Database:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._local = threading.local()
+        # SQLite lets one writer in at a time and makes the others sleep and retry (1, 2, 5 ms ...);
+        # this process's writers queue here instead and go in the moment the one before is done.
+        # Re-entrant: a write inside a transaction on the same thread is part of that transaction.
+        self._writing = threading.RLock()
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = self.connect()
         conn.executescript(SCHEMA)
@@ -125,13 +129,14 @@ class Database:
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """An immediate (write-locking) transaction."""
         conn = self.connect()
-        conn.execute("begin immediate")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("rollback")
-            raise
-        conn.execute("commit")
+        with self._writing:
+            conn.execute("begin immediate")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("rollback")
+                raise
+            conn.execute("commit")
 
     def one(self, sql: str, *args: Any) -> sqlite3.Row | None:
         row: sqlite3.Row | None = self.connect().execute(sql, args).fetchone()
@@ -141,7 +146,9 @@ class Database:
         return list(self.connect().execute(sql, args).fetchall())
 
     def execute(self, sql: str, *args: Any) -> int:
-        return self.connect().execute(sql, args).rowcount
+        """One writing statement, committed on its own (or part of this thread's open transaction)."""
+        with self._writing:
+            return self.connect().execute(sql, args).rowcount
 
     def get_setting(self, name: str, default: str | None = None) -> str | None:
         row = self.one("select value from settings where name = ?", name)
