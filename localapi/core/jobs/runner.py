@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import random
 import signal
 import subprocess
 import sys
@@ -42,7 +43,10 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
 
 
-MAX_JOBS_PER_CHILD = 50
+MAX_JOBS_PER_CHILD = 1000  # each child retires after a random count between half this and this
+# a child started beyond the workers' own: when one retires, the next job takes a warm one, not one
+# still importing (some 0.5-3 s, which a run of small jobs would otherwise pay at every retirement)
+SPARE_CHILDREN = 1
 CLOSE_WAIT_SECONDS = 1.0  # after SIGKILL, how long a job's end waits for the process to be gone
 MAX_CHILD_RSS = 1024**3  # a child that grew past this is not given another job
 
@@ -57,6 +61,8 @@ class Child:
                                          start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self.messages: queue.Queue[Reply | None] = queue.Queue()  # None: the child's stdout closed
         self.jobs = 0
+        # retirements spread out, so that two children rarely need replacing within one start-up time
+        self.max_jobs = random.randint(MAX_JOBS_PER_CHILD // 2, MAX_JOBS_PER_CHILD)
         threading.Thread(target=self._read, daemon=True, name=f"child-{self.proc.pid}").start()
 
     def _read(self) -> None:
@@ -84,7 +90,7 @@ class Child:
         self.jobs += 1
 
     def reusable(self) -> bool:
-        if not self.alive() or self.jobs >= MAX_JOBS_PER_CHILD:
+        if not self.alive() or self.jobs >= self.max_jobs:
             return False
         try:
             return bool(psutil.Process(self.pid).memory_info().rss < MAX_CHILD_RSS)
@@ -152,7 +158,7 @@ class ChildPool:
             with self._lock:
                 if self._closed:
                     return
-                while len(self._idle) + self._busy < self.size:
+                while len(self._idle) + self._busy < self.size + SPARE_CHILDREN:
                     self._idle.append(self.new_child())
 
     def take(self) -> Child | None:
