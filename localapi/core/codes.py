@@ -59,7 +59,7 @@ CODES: dict[str, ErrorCode] = {
     "file_deleted": _api(410, "File deleted", "The file was deleted."),
     "result_deleted": _api(410, "Result deleted", "The job's result was deleted."),
     "file_too_large": _api(413, "File too large", "The file is larger than this tool accepts."),
-    "request_too_large": _api(431, "Request too large", "The request is larger than FileKiln takes."),
+    "request_too_large": _api(413, "Request too large", "The request is larger than FileKiln takes.", 431),
     "unsupported_format": _api(415, "Unsupported input format", "This tool cannot read this kind of file.",
                                job=True),
     "range_not_satisfiable": _api(416, "Range not satisfiable", "The requested part lies outside the file."),

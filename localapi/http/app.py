@@ -17,7 +17,7 @@ from localapi import API_VERSION
 from localapi.core.idempotency import HEARTBEAT_SECONDS, IdempotencyStore
 from localapi.core.service import Service
 from localapi.http import problems
-from localapi.http.middleware import LocalOnlyMiddleware
+from localapi.http.middleware import JsonBodyGate, LocalOnlyMiddleware
 from localapi.http.problems import PROBLEM_MEDIA_TYPE, problem_response
 from localapi.http.routes import downloads, events, files, jobs, system, tools, webhooks
 from localapi.http.schemas import JobOut
@@ -56,6 +56,7 @@ def create_app(service: Service) -> FastAPI:
         v1.include_router(module.router)
     app.include_router(v1)
     problems.install(app)
+    app.add_middleware(JsonBodyGate, api=app, service=service)
     app.add_middleware(LocalOnlyMiddleware, enforce_host=service.settings.loopback_only, port=service.settings.port)
     app.add_middleware(AnswerWhenStopping)
 

@@ -1,15 +1,26 @@
-"""Localhost safety: refuse DNS-rebinding Hosts and cross-site browser requests."""
+"""Requests refused before the app reads them: DNS-rebinding Hosts, cross-site browser requests, and
+JSON bodies from callers without a key or too large to hold."""
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlsplit
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+import anyio
+from fastapi import FastAPI
+from fastapi.dependencies.models import Dependant
+from starlette.datastructures import Headers
+from starlette.routing import Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from localapi.config import is_loopback_host
-from localapi.http.problems import problem_response
+from localapi.core.errors import InvalidApiKey
+from localapi.core.service import Service
+from localapi.http.deps import KEY_SCOPE, required_key, secret_from
+from localapi.http.problems import problem_response, routes_in_order
 
 UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
+MAX_JSON_BYTES = 1024 * 1024
 
 
 def host_of(value: str) -> str:
@@ -61,3 +72,96 @@ class LocalOnlyMiddleware:
         if not self.enforce_host:
             return False  # on a public bind, browsers have no business posting here at all
         return parts.scheme in ("http", "https") and is_loopback_host(parts.hostname or "") and port == self.port
+
+
+class JsonBodyGate:
+    """FastAPI reads a route's JSON body whole, and parses it, before any dependency runs: the key check
+    included, so a caller without a key could make the server hold any amount. Here, before a JSON body
+    is read, the caller's key must be valid (if not, the route sees no body and answers 401 as it would
+    anyway), and the body must fit in ``MAX_JSON_BYTES`` (``413 request_too_large`` otherwise: at once
+    from ``Content-Length``, else as soon as a chunked body passes it). Uploads are not JSON routes: they
+    stream their body to disk after the key check, under a limit of their own."""
+
+    def __init__(self, app: ASGIApp, *, api: FastAPI, service: Service) -> None:
+        self.app = app
+        self.api = api
+        self.service = service
+        self._json_routes: list[Any] | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not _has_body(scope) or (route := self._json_route(scope)) is None:
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        if _needs_key(route.dependant) and not await self._authenticate(scope, headers):
+            await self.app(scope, _replaying(b"", receive), send)
+            return
+        declared = headers.get("content-length")
+        body = None if declared is not None and int(declared) > MAX_JSON_BYTES else await _read(receive)
+        if body is None:
+            response = problem_response(413, "request_too_large",
+                                        f"A JSON body may be at most {MAX_JSON_BYTES} bytes.")
+            await response(scope, receive, send)
+            return
+        await self.app(scope, _replaying(body, receive), send)
+
+    def _json_route(self, scope: Scope) -> Any | None:
+        """The route that will take this request, if it is one whose body FastAPI reads as JSON."""
+        if self._json_routes is None:
+            self._json_routes = [route for route in routes_in_order(self.api)
+                                 if getattr(route, "body_field", None) is not None]
+        return next((route for route in self._json_routes if route.matches(scope)[0] is Match.FULL), None)
+
+    async def _authenticate(self, scope: Scope, headers: Headers) -> bool:
+        """Whether the request carries a valid key; the key is left in the scope for the route's own check."""
+        try:
+            secret = secret_from(headers.get("x-api-key"), headers.get("authorization"))
+        except InvalidApiKey:
+            return False
+        if secret is None:
+            return False
+        key = await anyio.to_thread.run_sync(self.service.keys.authenticate, secret)
+        scope[KEY_SCOPE] = key
+        return key is not None
+
+
+def _has_body(scope: Scope) -> bool:
+    for name, value in scope["headers"]:
+        if name == b"transfer-encoding" or name == b"content-length" and value != b"0":
+            return True
+    return False
+
+
+def _needs_key(dependant: Dependant) -> bool:
+    return any(sub.call is required_key or _needs_key(sub) for sub in dependant.dependencies)
+
+
+async def _read(receive: Receive) -> bytes | None:
+    """The whole body, or ``None`` once it passes ``MAX_JSON_BYTES``."""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return bytes(body)  # the client left: the app sees a short body, then the disconnect
+        body += message.get("body", b"")
+        if len(body) > MAX_JSON_BYTES:
+            return None
+        if not message.get("more_body", False):
+            return bytes(body)
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """``receive`` for the app: ``body`` whole, then what the client does next (it may leave)."""
+    delivered = False
+
+    async def replay() -> Message:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return message
+
+    return replay

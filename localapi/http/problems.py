@@ -57,7 +57,7 @@ def disk_full(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and "disk is full" in str(exc)
 
 
-def _routes_in_order(app: FastAPI) -> list[Any]:
+def routes_in_order(app: FastAPI) -> list[Any]:
     """Every route with its full path, in the order requests are matched: newer FastAPI keeps an included
     router as one wrapper, which ``iter_route_contexts`` unfolds; older FastAPI copied the routes in."""
     unfold = getattr(fastapi.routing, "iter_route_contexts", None)
@@ -69,7 +69,7 @@ def allowed_methods(app: FastAPI, request: Request) -> list[str]:
     route whose path matches, and of the others with its path template. A literal path such as
     /webhooks/job-secret is its own resource, not also one of /webhooks/{id}."""
     path = request.scope["path"].removeprefix(request.scope.get("root_path", ""))  # as routes match it
-    matching = [route for route in _routes_in_order(app)
+    matching = [route for route in routes_in_order(app)
                 if getattr(route, "path_regex", None) is not None and route.path_regex.match(path)]
     if not matching:
         return []

@@ -10,14 +10,21 @@ from __future__ import annotations
 import json
 import select
 import socket
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 
 from localapi.core.ratelimit import KEEP_BUCKETS, RateLimiter
-from tests.conftest import Server, assert_problem, png_bytes, start_server, upload, write_settings
+from tests.conftest import IN_FLIGHT, Server, assert_problem, png_bytes, start_server, upload, write_settings
+
+MB = 1024 * 1024
+JSON_LIMIT = MB  # docs/api.md, "Request limits": a JSON body may be 1 MiB
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +44,18 @@ def key(server: Server) -> str:
 # --------------------------------------------------------------------------- raw HTTP over a socket
 
 
+@dataclass
+class Sent:
+    response: httpx.Response
+    sent: int  # body bytes sent when the answer arrived
+    finished: bool  # whether the whole body went out before the answer
+
+
+def head(method: str, path: str, port: int, headers: dict[str, str]) -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", f"Host: 127.0.0.1:{port}", *(f"{k}: {v}" for k, v in headers.items())]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
 def read_answer(sock: socket.socket, received: bytes = b"") -> httpx.Response:
     """One response from ``sock`` (Content-Length framed, as every FileKiln error is)."""
     while b"\r\n\r\n" not in received:
@@ -52,6 +71,137 @@ def read_answer(sock: socket.socket, received: bytes = b"") -> httpx.Response:
         assert chunk, "connection closed in the middle of the answer"
         content += chunk
     return httpx.Response(int(status_line.split()[1]), headers=headers, content=content[:length])
+
+
+def send(port: int, request_head: bytes, pieces: Iterable[bytes] = (), *, chunked: bool = False,
+         timeout: float = 120) -> Sent:
+    """Send ``request_head`` then the body ``pieces``, stopping as soon as an answer is there."""
+    sent, finished = 0, False
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(request_head)
+        try:
+            for piece in pieces:
+                if select.select([sock], [], [], 0)[0]:
+                    break
+                sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece)
+                sent += len(piece)
+            else:
+                finished = True
+                if chunked:
+                    sock.sendall(b"0\r\n\r\n")
+        except OSError:  # the server closed on us: its answer is still to be read
+            pass
+        return Sent(read_answer(sock), sent, finished)
+
+
+def json_body(total: int, block: int = 256 * 1024) -> Iterator[bytes]:
+    """A JSON document of ``total`` bytes, one long string, in blocks."""
+    start, end = b'{"tool": "', b'"}'
+    yield start
+    left = total - len(start) - len(end)
+    filler = b"a" * block
+    while left > 0:
+        yield filler[: min(block, left)]
+        left -= min(block, left)
+    yield end
+
+
+class PeakMemory:
+    """The highest resident size a process reaches while in the block, sampled every 10 ms."""
+
+    def __init__(self, pid: int) -> None:
+        self.process = psutil.Process(pid)
+        self.peak = self.start = self.process.memory_info().rss
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.01):
+            self.peak = max(self.peak, self.process.memory_info().rss)
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def growth(self) -> int:
+        return self.peak - self.start
+
+
+def warm_up(server: Server, key: str) -> None:
+    """Bring every code path of a JSON request into memory first, so that growth means the body."""
+    with server.client(key) as c:
+        for _ in range(3):
+            c.post("/jobs", json={"tool": "image-convert", "inputFileIds": []})
+            httpx.post(f"{server.base_url}/jobs", json={"tool": "x"})
+
+
+# --------------------------------------------------------------------------- bodies the server must not hold
+
+
+@pytest.mark.parametrize("path", ["/v1/jobs", "/v1/webhooks"])
+def test_a_json_body_without_a_key_is_refused_before_it_is_read(server: Server, key: str, path: str) -> None:
+    warm_up(server, key)
+    total = 300 * MB
+    with PeakMemory(server.process.pid) as memory:
+        started = time.monotonic()
+        answer = send(server.port, head("POST", path, server.port, {
+            "Content-Type": "application/json", "Content-Length": str(total)}), json_body(total))
+        elapsed = time.monotonic() - started
+    assert memory.growth < 64 * MB, memory.growth
+    assert_problem(answer.response, 401, "invalid_api_key")
+    assert not answer.finished and answer.sent < IN_FLIGHT, (answer.sent, elapsed)
+
+
+def test_a_json_body_with_a_wrong_key_is_refused_before_it_is_read(server: Server) -> None:
+    total = 300 * MB
+    answer = send(server.port, head("POST", "/v1/jobs", server.port, {
+        "X-API-Key": "fk_" + "x" * 43, "Content-Type": "application/json", "Content-Length": str(total)}),
+        json_body(total))
+    assert_problem(answer.response, 401, "invalid_api_key")
+    assert not answer.finished and answer.sent < IN_FLIGHT, answer.sent
+
+
+def test_a_declared_json_body_over_the_limit_is_413_at_once(server: Server, key: str) -> None:
+    warm_up(server, key)
+    total = 300 * MB
+    with PeakMemory(server.process.pid) as memory:
+        answer = send(server.port, head("POST", "/v1/jobs", server.port, {
+            "X-API-Key": key, "Content-Type": "application/json", "Content-Length": str(total)}), json_body(total))
+    body = assert_problem(answer.response, 413, "request_too_large")
+    assert str(JSON_LIMIT) in body["detail"]
+    assert not answer.finished and answer.sent < IN_FLIGHT, answer.sent
+    assert memory.growth < 64 * MB, memory.growth
+
+
+def test_a_chunked_json_body_is_cut_off_at_the_limit(server: Server, key: str) -> None:
+    warm_up(server, key)
+    total = 200 * MB
+    with PeakMemory(server.process.pid) as memory:
+        answer = send(server.port, head("POST", "/v1/jobs", server.port, {
+            "X-API-Key": key, "Content-Type": "application/json", "Transfer-Encoding": "chunked"}),
+            json_body(total, block=64 * 1024), chunked=True)
+    assert_problem(answer.response, 413, "request_too_large")
+    assert not answer.finished and answer.sent < JSON_LIMIT + IN_FLIGHT, answer.sent
+    assert memory.growth < 64 * MB, memory.growth
+
+
+def test_json_bodies_up_to_the_limit_and_uploads_beyond_it_are_read(server: Server, key: str) -> None:
+    with server.client(key) as c:
+        ref = upload(c, "big.bin", b"\x01" * (8 * MB))  # uploads are streamed to disk: no JSON limit
+        assert ref["sizeBytes"] == 8 * MB
+        padded = {"tool": "image-convert", "inputFileIds": [ref["id"]], "params": {"pad": "a" * (JSON_LIMIT - 200)}}
+        assert len(json.dumps(padded)) < JSON_LIMIT
+        # read in full and judged on its content: the param is unknown, the file no image
+        assert c.post("/jobs", json=padded).status_code in (415, 422)
+        r = c.post("/jobs", content=json.dumps({**padded, "params": {"pad": "a" * JSON_LIMIT}}),
+                   headers={"Content-Type": "application/json"})
+        assert_problem(r, 413, "request_too_large")
+        assert c.get("/usage").status_code == 200  # the connection and the server carry on
 
 
 # --------------------------------------------------------------------------- malformed requests: problem+json
