@@ -34,13 +34,18 @@ class StoredFile:
     deleted_at: float | None
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+def _shown(ch: str) -> bool:
+    """Whether a character may stay in a name: not a control, format (bidi marks, zero-width joiners
+    and spaces), surrogate, private-use or unassigned character (Unicode categories C*), and not a
+    line or paragraph separator."""
+    category = unicodedata.category(ch)
+    return category[0] != "C" and category not in ("Zl", "Zp")
 
 
 def display_name(name: str) -> str:
     """A client-given file name made safe for display and headers: no path, no controls."""
     name = unicodedata.normalize("NFC", name or "")
-    name = _CONTROL.sub("", name).replace("\\", "/")
+    name = "".join(ch for ch in name if _shown(ch)).replace("\\", "/")
     name = name.rsplit("/", 1)[-1].strip().lstrip(".")
     if len(name) > 200:
         stem, dot, ext = name.rpartition(".")
