@@ -343,8 +343,11 @@ class VideoConvertTool(Tool):
         thousands of frames holds a worker for hours), judged from the container's headers."""
         limit = max_pixel_frames(env)
         for source in inputs:
-            with engine_errors(), contextlib.closing(open_input(source.path)) as container:
-                work = encode_work(container, video_stream(container), params)
+            try:
+                with engine_errors(), contextlib.closing(open_input(source.path)) as container:
+                    work = encode_work(container, video_stream(container), params)
+            except ConversionError:
+                continue  # what cannot be read is the run's to report, with the engine's reason
             if work > limit:
                 raise ConversionError(
                     "input_too_large",
