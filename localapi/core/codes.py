@@ -46,6 +46,7 @@ CODES: dict[str, ErrorCode] = {
     "webhook_not_found": _api(404, "Webhook not found", "The webhook does not exist (any more)."),
     "unknown_tool": _api(422, "Unknown tool", "This tool is not installed in this FileKiln.", 404, job=True),
     "method_not_allowed": _api(405, "Method not allowed", "This address does not take that kind of request."),
+    "request_timeout": _api(408, "Request timeout", "The request stopped arriving before it was complete."),
     "job_not_finished": _api(409, "Job not finished", "The job has not finished yet."),
     "job_finished": _api(409, "Job finished", "The job has already finished."),
     "job_failed": _api(409, "Job failed", "The job failed, so it has no result; its errorCode says why."),

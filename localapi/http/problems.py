@@ -21,7 +21,7 @@ log = logging.getLogger("filekiln.http")
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 
 _TITLES = {400: "Malformed request", 401: "API key missing or invalid", 403: "Forbidden", 404: "Not found",
-           405: "Method not allowed", 409: "Conflict", 410: "Gone",
+           405: "Method not allowed", 408: "Request timeout", 409: "Conflict", 410: "Gone",
            413: "Request too large", 415: "Unsupported format", 422: "Invalid parameters", 429: "Too many requests",
            431: "Request headers too large",
            500: "Internal error", 503: "Service unavailable", 507: "Insufficient storage"}

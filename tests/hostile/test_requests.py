@@ -25,6 +25,9 @@ from tests.conftest import IN_FLIGHT, Server, assert_problem, png_bytes, start_s
 
 MB = 1024 * 1024
 JSON_LIMIT = MB  # docs/api.md, "Request limits": a JSON body may be 1 MiB
+HEAD_SECONDS = 10  # ... the request line and headers must arrive within 10 s
+BODY_IDLE_SECONDS = 20  # ... and a body may pause at most 20 s between two reads
+SLACK = 25.0  # what a loaded two-core machine may add before a timer's close is seen
 
 
 @pytest.fixture(scope="module")
@@ -202,6 +205,89 @@ def test_json_bodies_up_to_the_limit_and_uploads_beyond_it_are_read(server: Serv
                    headers={"Content-Type": "application/json"})
         assert_problem(r, 413, "request_too_large")
         assert c.get("/usage").status_code == 200  # the connection and the server carry on
+
+
+# --------------------------------------------------------------------------- requests that never end
+
+
+def closes_within(sock: socket.socket, seconds: float) -> tuple[bool, bytes]:
+    """Whether the server closes ``sock`` within ``seconds``, and what it sent before."""
+    received = b""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if select.select([sock], [], [], 0.5)[0]:
+            try:
+                chunk = sock.recv(65536)
+            except ConnectionResetError:
+                return True, received
+            if not chunk:
+                return True, received
+            received += chunk
+    return False, received
+
+
+def test_half_sent_headers_and_bodies_are_closed_and_slow_uploads_are_not(server: Server, key: str) -> None:
+    port = server.port
+    files_head = head("POST", "/v1/files", port, {
+        "X-API-Key": key, "Content-Type": "multipart/form-data; boundary=b", "Content-Length": "100000"})
+    part_of_a_file = b'--b\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\n\r\nxyz'
+    stalled = {  # what each connection sends before it stalls, and how many of them
+        # the request line and part of the headers
+        "headers": (b"POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-", 40),
+        # nothing at all
+        "silent": (b"", 10),
+        # a JSON body that stops halfway, with a key (the server reads it) and without (it does not)
+        "json": (head("POST", "/v1/jobs", port, {"X-API-Key": key, "Content-Type": "application/json",
+                                                 "Content-Length": "1000"}) + b'{"tool": "ima', 20),
+        "anonymous json": (head("POST", "/v1/jobs", port, {"Content-Type": "application/json",
+                                                           "Content-Length": "1000"}) + b'{"tool": "ima', 20),
+        # an upload that stops halfway
+        "upload": (files_head + part_of_a_file, 20),
+    }
+    sockets: dict[str, list[socket.socket]] = {kind: [] for kind in stalled}
+    for kind, (sent, count) in stalled.items():
+        for _ in range(count):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+            sock.sendall(sent)
+            sockets[kind].append(sock)
+
+    # meanwhile a slow, steady upload: a piece every 4 s, for longer than a body may pause
+    slow: dict[str, httpx.Response] = {}
+
+    def slow_upload() -> None:
+        def pieces() -> Iterator[bytes]:
+            yield b'--b\r\nContent-Disposition: form-data; name="file"; filename="slow.bin"\r\n\r\n'
+            for _ in range(BODY_IDLE_SECONDS // 4 + 3):
+                time.sleep(4)
+                yield b"\x01" * 1000
+            yield b"\r\n--b--\r\n"
+
+        slow["answer"] = send(port, head("POST", "/v1/files", port, {
+            "X-API-Key": key, "Content-Type": "multipart/form-data; boundary=b", "Transfer-Encoding": "chunked"}),
+            pieces(), chunked=True).response
+
+    uploader = threading.Thread(target=slow_upload)
+    uploader.start()
+    started = time.monotonic()
+    try:
+        for kind, socks in sockets.items():
+            limit = HEAD_SECONDS if kind in ("headers", "silent") else BODY_IDLE_SECONDS
+            for sock in socks:
+                closed, received = closes_within(sock, limit + SLACK - (time.monotonic() - started))
+                assert closed, f"a {kind} request was still open after {time.monotonic() - started:.0f} s"
+                if received:  # a request that was begun is told why it ends
+                    answer = read_answer(sock, received) if b"\r\n\r\n" in received else None
+                    assert answer is not None and answer.status_code in (401, 408), received[:300]
+                    if answer.status_code == 408:
+                        assert_problem(answer, 408, "request_timeout")
+        assert httpx.get(f"{server.base_url}/health", timeout=30).status_code == 200
+    finally:
+        for socks in sockets.values():
+            for sock in socks:
+                sock.close()
+        uploader.join(120)
+    assert slow["answer"].status_code == 201, slow["answer"].text
+    assert slow["answer"].json()["sizeBytes"] == (BODY_IDLE_SECONDS // 4 + 3) * 1000
 
 
 # --------------------------------------------------------------------------- malformed requests: problem+json
