@@ -19,6 +19,7 @@ from converters.engines.office.locate import (
     find_uno_python,
     font_env,
     profile_base,
+    release_pipes,
     seed_profile,
 )
 from converters.engines.procs import run_command
@@ -151,14 +152,17 @@ def _cold_convert(
         seed_profile(profile)
         out_dir = work / "out"
         out_dir.mkdir()
+        tmp_dir = work / "tmp"
+        tmp_dir.mkdir()
         convert_to = target_format
         family = FAMILY[source_format]
         if (family, target_format) in STORE_OPTIONS:
             convert_to = f"{target_format}:{FILTERS[(family, target_format)]}:{STORE_OPTIONS[(family, target_format)]}"
         run_command(
             cold_command(soffice, profile, source.resolve(), out_dir, convert_to),
-            timeout=timeout, cancelled=cancelled, env=font_env(font_dirs), engine="LibreOffice",
+            timeout=timeout, cancelled=cancelled, env=font_env(font_dirs, tmp_dir), engine="LibreOffice",
         )
+        release_pipes(None)  # its SingleOfficeIPC socket, now that nobody listens on it
         produced = sorted(out_dir.iterdir())
         if not produced:
             raise ConversionError("damaged_input", "LibreOffice could not convert the document")

@@ -23,6 +23,7 @@ from converters.engines.office.locate import (
     font_env,
     listen_command,
     profile_base,
+    release_pipes,
     seed_profile,
 )
 from converters.engines.procs import POLL_SECONDS, kill_tree, popen_kwargs
@@ -39,7 +40,9 @@ class OfficeInstance:
         self.python = python
         self.profile = profile
         self.max_conversions = max_conversions
-        self.env = env
+        self.tmp_dir = temp_dir_of(profile)  # its temporary files, in the data dir beside its profile
+        self.env = {**env, "TMPDIR": str(self.tmp_dir), "TMP": str(self.tmp_dir), "TEMP": str(self.tmp_dir)}
+        self._pipe: str | None = None
         self.conversions = 0
         self.starts = 0
         self._office: subprocess.Popen[bytes] | None = None
@@ -74,6 +77,7 @@ class OfficeInstance:
         if pipe is None:
             self.stop()
             seed_profile(self.profile)
+            self.tmp_dir.mkdir(parents=True, exist_ok=True)
             pipe = f"filekiln-{os.getpid()}-{uuid.uuid4().hex[:12]}"
             self._office = subprocess.Popen(
                 listen_command(self.soffice, self.profile, pipe),
@@ -82,6 +86,7 @@ class OfficeInstance:
             )
             if self.state_file is not None:
                 write_state(self.state_file, self._office.pid, pipe)
+        self._pipe = pipe
         log = open(self.profile / "bridge.log", "ab")  # noqa: SIM115 - handed to the child
         try:
             self._bridge = subprocess.Popen(
@@ -142,6 +147,9 @@ class OfficeInstance:
                 self.state_file.unlink(missing_ok=True)
             self._office = None
             self._adopted = None
+            shutil.rmtree(self.tmp_dir, ignore_errors=True)
+            release_pipes(self._pipe)
+            self._pipe = None
 
     def convert(
         self,
@@ -305,7 +313,13 @@ def stop_slot(slot_dir: Path) -> bool:
     if running:
         kill_tree(pid, wait=5)  # not our child: its parent (maybe a pooled job child) may never reap it
     state.unlink(missing_ok=True)
+    shutil.rmtree(temp_dir_of(slot_dir / "profile"), ignore_errors=True)
+    release_pipes(pipe)
     return running
+
+
+def temp_dir_of(profile: Path) -> Path:
+    return profile.with_name(f"{profile.name}.tmp")
 
 
 @atexit.register

@@ -168,12 +168,54 @@ def profile_base(env: ToolEnv) -> Path:
     return Path(tempfile.gettempdir()) / "filekiln-office"
 
 
-def font_env(font_dirs: Sequence[Path]) -> dict[str, str]:
-    """The environment of soffice: headless rendering, plus FileKiln's bundled fonts on its font path."""
+def font_env(font_dirs: Sequence[Path], tmp_dir: Path | None = None) -> dict[str, str]:
+    """The environment of soffice: headless rendering, FileKiln's bundled fonts on its font path, and
+    (given ``tmp_dir``, inside the data dir) its temporary files kept out of the system's temp folder."""
     env = dict(os.environ)
+    if tmp_dir is not None:
+        env["TMPDIR"] = env["TMP"] = env["TEMP"] = str(tmp_dir)
     env["SAL_USE_VCLPLUGIN"] = "svp"
     if font_dirs:
         extra = os.pathsep.join(str(d) for d in font_dirs)
         env["SAL_FONTPATH"] = f"{extra}{os.pathsep}{env['SAL_FONTPATH']}" if env.get("SAL_FONTPATH") else extra
     return env
 
+
+
+# LibreOffice makes its pipes' Unix sockets in /tmp (or /var/tmp) whatever TMPDIR says, and leaves
+# them behind when it is killed: an instance's own by its pipe name, and one per user installation
+# (SingleOfficeIPC_<hash>) that says "an office already runs with this profile".
+PIPE_DIRS = (Path("/tmp"), Path("/var/tmp"))
+
+
+def release_pipes(pipe: str | None) -> None:
+    """Remove the socket of ``pipe`` and every SingleOfficeIPC socket of this user that no office listens on."""
+    if os.name != "posix":
+        return  # Windows: named pipes vanish with their process
+    prefix = f"OSL_PIPE_{os.getuid()}_"
+    for folder in PIPE_DIRS:
+        if pipe:
+            (folder / f"{prefix}{pipe}").unlink(missing_ok=True)
+        try:
+            stale = [p for p in folder.glob(f"{prefix}SingleOfficeIPC_*") if _nobody_listens(p)]
+        except OSError:
+            continue
+        for path in stale:
+            path.unlink(missing_ok=True)
+
+
+def _nobody_listens(path: Path) -> bool:
+    import socket
+    import stat
+
+    try:
+        if not stat.S_ISSOCK(path.lstat().st_mode):
+            return False
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.settimeout(0.2)
+            probe.connect(str(path))
+        return False
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False
