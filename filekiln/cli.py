@@ -17,6 +17,7 @@ from typing import Any
 
 from localapi import __version__
 from localapi.config import DEFAULT_PORT, Settings, is_loopback_host, load_settings
+from localapi.core.datadir import private_umask
 from localapi.logs import setup_logging
 
 
@@ -116,6 +117,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     from localapi.server import uvicorn_config
 
+    private_umask()  # a server writes only into its data dir: nobody else reads what it makes
     setup_logging(settings)
     log = logging.getLogger("filekiln")
     if not is_loopback_host(settings.host):
@@ -145,6 +147,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    private_umask()
     setup_logging(settings)
     service = open_service(settings)
     stop = threading.Event()

@@ -16,6 +16,7 @@ from converters.base import ToolEnv
 from converters.catalogue import Catalogue, load_catalogue
 from converters.inputs.sniff import sniff
 from localapi.config import Settings
+from localapi.core.datadir import make_private
 from localapi.core.db import Database
 from localapi.core.files import FileStore
 from localapi.core.idempotency import IdempotencyStore
@@ -57,6 +58,7 @@ class Service:
     @classmethod
     def open(cls, settings: Settings, catalogue: Catalogue | None = None) -> Service:
         data = settings.data_dir
+        make_private(data)
         for sub in ("files", "jobs", "models", "logs"):
             (data / sub).mkdir(parents=True, exist_ok=True)
         db = Database(data / "filekiln.db")
