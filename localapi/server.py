@@ -27,7 +27,8 @@ def port_free(host: str, port: int) -> bool:
 def uvicorn_config(service: Service, **options: Any) -> uvicorn.Config:
     """How FileKiln is served, the same by ``filekiln serve`` and the desktop app; ``options`` add
     uvicorn's own (log level, access log, grace period). What the HTTP layer refuses is answered as
-    problem+json too (:mod:`localapi.http.protocol`).
+    problem+json too (:mod:`localapi.http.protocol`); the API has no WebSocket, so an upgrade request
+    is served as plain HTTP rather than by a WebSocket library's own plain-text answers.
 
     uvicorn believes ``X-Forwarded-For`` from loopback by default, which on a loopback server lets any
     client name the address it is counted under; only the ``trusted_proxies`` setting turns it on."""
@@ -35,7 +36,7 @@ def uvicorn_config(service: Service, **options: Any) -> uvicorn.Config:
     proxies = list(settings.trusted_proxies)
     return uvicorn.Config(create_app(service), host=settings.host, port=settings.port, server_header=False,
                           log_config=None, proxy_headers=bool(proxies), forwarded_allow_ips=proxies or None,
-                          http=ProblemH11Protocol, **options)
+                          http=ProblemH11Protocol, ws="none", **options)
 
 
 class ApiServer:
