@@ -77,16 +77,30 @@ class KeyService:
         return self.get(key_id)
 
     def authenticate(self, secret: str) -> ApiKey | None:
-        """The active key whose secret this is, or ``None``. Read from the database every
+        """The active key whose secret this is, or ``None``, with its last use recorded."""
+        key = self.lookup(secret)
+        if key is not None and self.stale_use(key):
+            self.mark_used(key.id)
+        return key
+
+    def lookup(self, secret: str) -> ApiKey | None:
+        """The active key whose secret this is, or ``None``; one read. Read from the database every
         time, so keys created or revoked by another process take effect at once."""
         digest = _hash(secret)
-        row = self.db.one("select id, secret_hash, revoked_at, last_used_at from keys where secret_hash = ?", digest)
+        row = self.db.one(
+            "select id, name, prefix, created_at, last_used_at, revoked_at, daily_job_quota, secret_hash from keys"
+            " where secret_hash = ?", digest)
         if row is None or not hmac.compare_digest(row["secret_hash"], digest) or row["revoked_at"] is not None:
             return None
-        t = now()
-        if row["last_used_at"] is None or t - row["last_used_at"] > LAST_USED_RESOLUTION:
-            self.db.execute("update keys set last_used_at = ? where id = ?", t, row["id"])
-        return self.get(row["id"])
+        return ApiKey(**{k: row[k] for k in row.keys() if k != "secret_hash"})
+
+    @staticmethod
+    def stale_use(key: ApiKey) -> bool:
+        """Whether the key's recorded last use is old enough to write again (not on every request)."""
+        return key.last_used_at is None or now() - key.last_used_at > LAST_USED_RESOLUTION
+
+    def mark_used(self, key_id: str) -> None:
+        self.db.execute("update keys set last_used_at = ? where id = ?", now(), key_id)
 
     def jobs_today(self, key_id: str) -> int:
         row = self.db.one("select jobs from usage where key_id = ? and day = ?", key_id, today())
