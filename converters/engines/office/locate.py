@@ -188,20 +188,36 @@ def font_env(font_dirs: Sequence[Path], tmp_dir: Path | None = None) -> dict[str
 PIPE_DIRS = (Path("/tmp"), Path("/var/tmp"))
 
 
-def release_pipes(pipe: str | None) -> None:
-    """Remove the socket of ``pipe`` and every SingleOfficeIPC socket of this user that no office listens on."""
+def release_pipes(pipe: str | None, settle: float = 1.0) -> None:
+    """Remove the socket of ``pipe`` and every SingleOfficeIPC socket of this user that no office listens on.
+
+    An office just killed may hold its socket open a moment longer (a loaded machine); sockets still
+    listened on are looked at again for up to ``settle`` seconds, then left to the office that has them.
+    """
     if os.name != "posix":
         return  # Windows: named pipes vanish with their process
+    import time
+
     prefix = f"OSL_PIPE_{os.getuid()}_"
     for folder in PIPE_DIRS:
         if pipe:
             (folder / f"{prefix}{pipe}").unlink(missing_ok=True)
-        try:
-            stale = [p for p in folder.glob(f"{prefix}SingleOfficeIPC_*") if _nobody_listens(p)]
-        except OSError:
-            continue
-        for path in stale:
-            path.unlink(missing_ok=True)
+    deadline = time.monotonic() + settle
+    while True:
+        listened = False
+        for folder in PIPE_DIRS:
+            try:
+                found = list(folder.glob(f"{prefix}SingleOfficeIPC_*"))
+            except OSError:
+                continue
+            for path in found:
+                if _nobody_listens(path):
+                    path.unlink(missing_ok=True)
+                else:
+                    listened = True
+        if not listened or time.monotonic() >= deadline:
+            return
+        time.sleep(0.1)
 
 
 def _nobody_listens(path: Path) -> bool:
