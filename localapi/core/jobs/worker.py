@@ -94,7 +94,8 @@ class EngineSlots:
 
 
 class JobWorker:
-    """Runs queued jobs: one call of :meth:`execute` per job id the queue hands a worker thread."""
+    """Runs queued jobs: one call of :meth:`run_next` per message the queue hands a worker thread
+    (:meth:`execute` runs one given job, for callers that name it)."""
 
     def __init__(self, db: Database, files: FileStore, catalogue: Catalogue, settings: JobSettings,
                  enqueue: Callable[[str], None], events: EventFeed, sealer: Sealer,
