@@ -94,8 +94,7 @@ class EngineSlots:
 
 
 class JobWorker:
-    """Runs queued jobs: one call of :meth:`run_next` per message the queue hands a worker thread
-    (:meth:`execute` runs one given job, for callers that name it)."""
+    """Runs queued jobs: one call of :meth:`run_next` per message the queue hands a worker thread."""
 
     def __init__(self, db: Database, files: FileStore, catalogue: Catalogue, settings: JobSettings,
                  enqueue: Callable[[str], None], events: EventFeed, sealer: Sealer,
@@ -182,13 +181,8 @@ class JobWorker:
 
     # ---- one job ----
 
-    def execute(self, job_id: str, stopping: Callable[[], bool] = lambda: False) -> JobStatus | None:
-        """Run this queued job to its end. Returns the final status, or None if another worker has it."""
-        if not self._claim(job_id):
-            return None
-        return self._run_claimed(job_id, stopping)
-
     def _run_claimed(self, job_id: str, stopping: Callable[[], bool]) -> JobStatus | None:
+        """Run a job this worker has claimed to its end; returns the final status."""
         job = self._load(job_id)
         tool = self.catalogue.get(job.tool)
         work = self.settings.jobs_dir / job.id
@@ -217,14 +211,6 @@ class JobWorker:
             return JobStatus.FAILED
         finally:
             shutil.rmtree(work, ignore_errors=True)
-
-    def _claim(self, job_id: str) -> bool:
-        t = now()
-        return self.events.change(
-            job_id, TYPE_OF_STATUS[JobStatus.PROCESSING],
-            "update jobs set status = ?, started_at = ?, updated_at = ?, progress = 0, attempts = attempts + 1,"
-            " worker = ?, heartbeat_at = ? where id = ? and status = ?",
-            JobStatus.PROCESSING, t, t, self.identity, t, job_id, JobStatus.QUEUED) == 1
 
     def _load(self, job_id: str) -> Job:
         row = self.db.one("select * from jobs where id = ?", job_id)
