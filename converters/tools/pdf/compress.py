@@ -34,6 +34,9 @@ LEVELS: dict[str, tuple[int, int]] = {
 # Like Ghostscript's downsample threshold: an image only slightly above the target keeps its pixels.
 RESAMPLE_THRESHOLD = 1.25
 MIN_SAVING = 0.95  # a re-encoded image must be at least 5% smaller than the original stream to replace it
+# the rewritten file must be at least 1% smaller, else the original is kept: a rewrite of a file that
+# cannot shrink still differs by a few bytes (a new random file ID), which is no compression
+MIN_FILE_SAVING = 0.99
 
 
 class CompressParams(CamelParams):
@@ -188,7 +191,7 @@ class PdfCompress(PdfTool):
     title = "Compress PDF"
     description = (
         "Make a PDF smaller by resampling and re-encoding its images. Text stays selectable. "
-        "A file that would not get smaller is returned unchanged."
+        "A file that would not get at least 1% smaller is returned unchanged."
     )
     params = CompressParams
     timeout_seconds = 1800.0
@@ -224,10 +227,10 @@ class PdfCompress(PdfTool):
             save_pdf(doc, target, garbage=4 if strong else 3, deflate_images=True, deflate_fonts=True)
         finally:
             doc.close()
-        if target.stat().st_size >= source.path.stat().st_size:
+        if target.stat().st_size > source.path.stat().st_size * MIN_FILE_SAVING:
             with atomic_output(target) as tmp:
                 shutil.copyfile(source.path, tmp)
-            ctx.notes.append(f"{source.name}: original kept: compression did not make it smaller.")
+            ctx.notes.append(f"{source.name}: original kept: compression did not make it at least 1% smaller.")
         progress(1.0)
 
 
