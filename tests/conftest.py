@@ -275,6 +275,23 @@ def stream_upload(server: Server, key: str, file_bytes: int, *, content_length: 
     return stream_body(server, key, body(), total if content_length else None, query)
 
 
+def read_answer(sock: socket.socket, received: bytes = b"", when: str = "") -> httpx.Response:
+    """One response from ``sock`` (Content-Length framed, as every FileKiln error is)."""
+    while b"\r\n\r\n" not in received:
+        chunk = sock.recv(65536)
+        assert chunk, f"connection closed without an answer {when} (got {received[:200]!r})"
+        received += chunk
+    raw_head, _, content = received.partition(b"\r\n\r\n")
+    status_line, *header_lines = raw_head.decode("latin-1").split("\r\n")
+    headers = [tuple(line.split(": ", 1)) for line in header_lines]
+    length = int(next((v for k, v in headers if k.lower() == "content-length"), "0"))
+    while len(content) < length:
+        chunk = sock.recv(65536)
+        assert chunk, "connection closed in the middle of the answer"
+        content += chunk
+    return httpx.Response(int(status_line.split()[1]), headers=headers, content=content[:length])
+
+
 def stream_body(server: Server, key: str, pieces: Iterable[bytes], content_length: int | None,
                 query: str = "") -> StreamedUpload:
     """POST a multipart body to /files over a raw socket, watching for the answer between pieces.
@@ -310,19 +327,7 @@ def stream_body(server: Server, key: str, pieces: Iterable[bytes], content_lengt
                     sock.sendall(b"0\r\n\r\n")
         except OSError:  # the server closed the connection on us: its answer is still to be read
             pass
-        while b"\r\n\r\n" not in received:
-            chunk = sock.recv(65536)
-            assert chunk, f"connection closed without an answer after {sent} of {total} bytes"
-            received += chunk
-        head_bytes, _, content = received.partition(b"\r\n\r\n")
-        status_line, *header_lines = head_bytes.decode("latin-1").split("\r\n")
-        headers = [tuple(line.split(": ", 1)) for line in header_lines]
-        length = int(next(v for k, v in headers if k.lower() == "content-length"))
-        while len(content) < length:
-            chunk = sock.recv(65536)
-            assert chunk, "connection closed in the middle of the answer"
-            content += chunk
-    response = httpx.Response(int(status_line.split()[1]), headers=headers, content=content[:length])
+        response = read_answer(sock, received, f"after {sent} of {total} bytes")
     return StreamedUpload(response, sent, total or sent, finished)
 
 

@@ -74,7 +74,7 @@ def test_a_key_in_flight_when_the_server_stopped_is_free_after_a_restart(tmp_pat
     sock = start_upload(srv, key, "stopped-mid-upload")
     try:
         srv.stop(kill=kill)
-        answer = read_answer(sock)
+        answer = read_until_closed(sock)
     finally:
         sock.close()
     if not kill:  # a stopping server answers what it cuts off, and says when to come back
@@ -94,7 +94,7 @@ def test_a_key_in_flight_when_the_server_stopped_is_free_after_a_restart(tmp_pat
         assert sign not in text, text
 
 
-def read_answer(sock: socket.socket) -> bytes:
+def read_until_closed(sock: socket.socket) -> bytes:
     """Whatever the server sent before it closed the connection (nothing, when it was killed)."""
     received = b""
     try:

@@ -21,7 +21,16 @@ import psutil
 import pytest
 
 from localapi.core.ratelimit import KEEP_BUCKETS, RateLimiter
-from tests.conftest import IN_FLIGHT, Server, assert_problem, png_bytes, start_server, upload, write_settings
+from tests.conftest import (
+    IN_FLIGHT,
+    Server,
+    assert_problem,
+    png_bytes,
+    read_answer,
+    start_server,
+    upload,
+    write_settings,
+)
 
 MB = 1024 * 1024
 JSON_LIMIT = MB  # docs/api.md, "Request limits": a JSON body may be 1 MiB
@@ -57,23 +66,6 @@ class Sent:
 def head(method: str, path: str, port: int, headers: dict[str, str]) -> bytes:
     lines = [f"{method} {path} HTTP/1.1", f"Host: 127.0.0.1:{port}", *(f"{k}: {v}" for k, v in headers.items())]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-
-def read_answer(sock: socket.socket, received: bytes = b"") -> httpx.Response:
-    """One response from ``sock`` (Content-Length framed, as every FileKiln error is)."""
-    while b"\r\n\r\n" not in received:
-        chunk = sock.recv(65536)
-        assert chunk, f"connection closed without an answer (got {received[:200]!r})"
-        received += chunk
-    raw_head, _, content = received.partition(b"\r\n\r\n")
-    status_line, *header_lines = raw_head.decode("latin-1").split("\r\n")
-    headers = [tuple(line.split(": ", 1)) for line in header_lines]
-    length = int(next((v for k, v in headers if k.lower() == "content-length"), "0"))
-    while len(content) < length:
-        chunk = sock.recv(65536)
-        assert chunk, "connection closed in the middle of the answer"
-        content += chunk
-    return httpx.Response(int(status_line.split()[1]), headers=headers, content=content[:length])
 
 
 def send(port: int, request_head: bytes, pieces: Iterable[bytes] = (), *, chunked: bool = False,
