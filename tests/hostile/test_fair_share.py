@@ -68,8 +68,9 @@ def test_a_key_at_its_cap_leaves_the_other_worker_to_others(tmp_path: Path) -> N
     finally:
         srv.stop()
     assert b_job["status"] == "DONE" and all(j["status"] == "DONE" for j in a_done)
-    # the second key's job ran on the free worker while the first key's first job was still running
-    assert when(b_job, "finishedAt") < when(a_done[0], "finishedAt")
+    # the second key's job took the worker the first key's cap left free: it did not wait behind the
+    # first key's queue (with a cap of 1 its third job starts only after the other two have ended)
+    assert when(b_job, "startedAt") < when(a_done[2], "startedAt")
     spans = sorted((when(j, "startedAt"), when(j, "finishedAt")) for j in a_done)
     for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
         assert start >= end - 0.01, f"two of one key's jobs ran at once under a cap of 1: {spans}"
@@ -78,13 +79,11 @@ def test_a_key_at_its_cap_leaves_the_other_worker_to_others(tmp_path: Path) -> N
 def test_unreasonable_video_work_is_refused_at_creation(server: Server, client: httpx.Client, tmp_path: Path) -> None:
     clip = media_samples.write_clip(tmp_path / "clip.mp4", "mp4", seconds=20.0, size=(64, 48), fps=10)
     ref = upload(client, "clip.mp4", clip.read_bytes())
-    started = time.monotonic()
-    # 4096 wide, 240 fps, lossless at veryslow from a 64x48 clip: hours of one worker, refused at once
+    # 4096 wide, 240 fps, lossless at veryslow from a 64x48 clip: hours of one worker, refused at creation
     r = client.post("/jobs", json={"tool": "video-convert", "inputFileIds": [ref["id"]], "outputFormat": "mp4",
                                    "params": {"width": 4096, "fps": 240, "preset": "veryslow", "crf": 0}})
     body = assert_problem(r, 422, "input_too_large")
     assert "video_max_output_pixel_frames" in body["detail"]
-    assert time.monotonic() - started < 10
     ok = client.post("/jobs", params={"wait": 60}, json={
         "tool": "video-convert", "inputFileIds": [ref["id"]], "outputFormat": "mp4", "params": {"width": 128}})
     assert ok.status_code == 201, ok.text

@@ -4,14 +4,13 @@ job is created, after inflating no more than it declared, instead of reaching pa
 from __future__ import annotations
 
 import struct
-import time
 import zipfile
 from pathlib import Path
 
 import httpx
 
 from converters.base import ConversionError
-from converters.inputs.safety import check_archive
+from converters.inputs.safety import check_archive, inflated_size
 from tests.conftest import assert_problem, upload
 from tests.converters.doc_samples import make_docx
 
@@ -49,20 +48,19 @@ def lying_docx(tmp_path: Path) -> Path:
 def test_the_check_inflates_no_further_than_the_declared_size(tmp_path: Path) -> None:
     lying = lying_docx(tmp_path)
     assert lying.stat().st_size < 2 * 1024 * 1024  # a small upload
-    started = time.monotonic()
+    with zipfile.ZipFile(lying) as zf, open(lying, "rb") as f:
+        info = zf.getinfo("word/document.xml")
+        assert inflated_size(f, info, info.file_size + 1) == 1001  # counting stops one byte past the claim
     try:
         check_archive(lying)
     except ConversionError as exc:
         assert exc.code == "input_too_large" and "word/document.xml" in exc.message
     else:
         raise AssertionError("a ZIP entry that inflates far past its declared size was accepted")
-    assert time.monotonic() - started < 5
     check_archive(make_docx(tmp_path, "fine.docx"))  # an honest one passes
 
 
 def test_a_lying_docx_is_refused_at_job_creation(client: httpx.Client, tmp_path: Path) -> None:
     ref = upload(client, "report.docx", lying_docx(tmp_path).read_bytes())
-    started = time.monotonic()
     r = client.post("/jobs", json={"tool": "document-to-pdf", "inputFileIds": [ref["id"]]})
-    assert_problem(r, 422, "input_too_large")
-    assert time.monotonic() - started < 10
+    assert_problem(r, 422, "input_too_large")  # at creation: no job, no engine
