@@ -65,7 +65,8 @@ class Params(BaseModel):
     def public(self) -> dict[str, Any]:
         """The params as given, by JSON name, with every secret shown as ``"***"``."""
         data = self.model_dump(mode="json", by_alias=True, exclude_unset=True)
-        return {name: SECRET_MASK if name in self.secret_names() else value for name, value in data.items()}
+        secret = self.secret_names()
+        return {name: SECRET_MASK if name in secret else value for name, value in data.items()}
 
     def revealed(self) -> dict[str, Any]:
         """The params as given, by JSON name, secrets included: only for handing to the tool."""

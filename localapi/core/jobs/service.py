@@ -56,7 +56,8 @@ class JobService:
                               headers={"Retry-After": "60"})
         tool, model, fmt = check_request(self.catalogue, self.switches, tool_id, params, output_format,
                                          len(input_file_ids))
-        masked = sorted(name for name in model.secret_names() if model.revealed()[name] == SECRET_MASK)
+        revealed = model.revealed()
+        masked = sorted(name for name in model.secret_names() if revealed[name] == SECRET_MASK)
         if masked:  # params copied from a job as shown: its passwords are not kept, and "***" is not one
             raise InvalidParams("Give the password again: a job's passwords are not kept.",
                                 errors={f"params.{name}": ["give the value again"] for name in masked})
