@@ -47,7 +47,7 @@ def test_editors_follow_the_schema_types_and_ranges(qtbot: QtBot, tools: dict[st
     form = form_for(qtbot, tools["pdf-split"].schema)
     mode, pages, every = form.editors["mode"], form.editors["pages"], form.editors["every"]
     assert isinstance(mode, QComboBox) and [mode.itemData(i) for i in range(mode.count())] == [
-        "ranges", "every", "single"]
+        "ranges", "every", "single", "size", "bookmarks"]
     assert mode.currentData() == "single"  # the tool's default
     assert isinstance(pages, QLineEdit) and pages.text() == "1-"
     assert isinstance(every, QSpinBox) and (every.minimum(), every.maximum(), every.value()) == (1, 10000, 1)

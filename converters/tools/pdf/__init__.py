@@ -4,11 +4,14 @@ from converters.base import Tool
 from converters.tools.pdf.archival import PdfToPdfa
 from converters.tools.pdf.compare import PdfCompare
 from converters.tools.pdf.compress import PdfCompress
+from converters.tools.pdf.forms import PdfFormFields, PdfFormFill
+from converters.tools.pdf.organize import PdfOrganize
 from converters.tools.pdf.pages import PdfDeletePages, PdfExtractPages, PdfMerge, PdfRotate, PdfSplit
 from converters.tools.pdf.redact import PdfRedact, PdfSanitize
 from converters.tools.pdf.render import ImageToPdf, PdfToImage, PdfToText
 from converters.tools.pdf.security import PdfMetadata, PdfProtect, PdfUnlock, PdfWatermark
 from converters.tools.pdf.signing import PdfSign, PdfVerifySignatures
+from converters.tools.pdf.structure import PdfAttachments, PdfOutline
 
 TOOLS: list[Tool] = [
     PdfCompress(), PdfMerge(), PdfSplit(), PdfRotate(), PdfExtractPages(), PdfDeletePages(),
@@ -18,3 +21,4 @@ TOOLS += [PdfRedact(), PdfSanitize()]
 TOOLS += [PdfSign(), PdfVerifySignatures()]
 TOOLS += [PdfCompare()]
 TOOLS += [PdfToPdfa()]
+TOOLS += [PdfOrganize(), PdfOutline(), PdfAttachments(), PdfFormFields(), PdfFormFill()]

@@ -30,6 +30,14 @@ def stem_of(source: InputFile) -> str:
     return safe_stem(source.name or source.path.name)
 
 
+def check_input_count(tool_id: str, inputs: Sequence[InputFile], allowed: Sequence[int]) -> None:
+    """Refuse (``invalid_params``) a job with another number of inputs than ``allowed``."""
+    if len(inputs) not in allowed:
+        wanted = " or ".join(str(n) for n in allowed)
+        raise ConversionError("invalid_params", f"{tool_id} takes {wanted} input file{'s' if max(allowed) > 1 else ''}"
+                                                f" here; {len(inputs)} were given.")
+
+
 class PdfTool(Tool):
     """Base of the PDF tools: PyMuPDF, the ``pdf`` category, and job-creation checks."""
 

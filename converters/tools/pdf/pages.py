@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from converters.base import CamelParams, Context, ConversionError, InputFile, ToolEnv
+from converters.base import CamelParams, Context, ConversionError, InputFile, ToolEnv, atomic_output
 from converters.engines.mupdf import save_pdf
 from converters.engines.pictures import IMAGE_FORMATS, precheck_images
 from converters.inputs.limits import page_limit
@@ -92,14 +92,57 @@ class PdfMerge(PdfTool):
 KEPT_METADATA = ("title", "author", "subject", "keywords", "creator", "producer")
 
 
+def part_of(doc: pymupdf.Document, first: int, last: int) -> pymupdf.Document:
+    """A new document of ``doc``'s pages ``first..last`` (0-based), with its title, author and so on."""
+    import pymupdf
+
+    part = pymupdf.open()
+    part.insert_pdf(doc, from_page=first, to_page=last)
+    part.set_metadata({key: (doc.metadata or {}).get(key) or "" for key in KEPT_METADATA})
+    return part
+
+
+def part_bytes(doc: pymupdf.Document, first: int, last: int) -> bytes:
+    """Pages ``first..last`` as the PDF file ``save_pdf`` would write."""
+    part = part_of(doc, first, last)
+    try:
+        return bytes(part.tobytes(garbage=3, deflate=True, use_objstms=1))
+    finally:
+        part.close()
+
+
+def chapters(doc: pymupdf.Document, level: int, name: str) -> tuple[list[list[int]], list[str]]:
+    """The page groups between bookmarks of ``level`` and above, and their titles; pages before the first
+    bookmark are a part of their own ("front matter")."""
+    starts: dict[int, str] = {}
+    for depth, title, page in doc.get_toc(simple=True):
+        if depth <= level and page >= 1:
+            starts.setdefault(page - 1, title)
+    if not starts:
+        raise ConversionError("no_bookmarks", f"{name} has no bookmarks{' at level ' + str(level) if level > 1 else ''}"
+                                              " to split at; split by ranges instead.")
+    if 0 not in starts:
+        starts[0] = "front matter"
+    firsts = sorted(starts)
+    ends = [*firsts[1:], doc.page_count]
+    return [list(range(first, end)) for first, end in zip(firsts, ends, strict=True)], [starts[f] for f in firsts]
+
+
 class SplitParams(CamelParams):
-    mode: Literal["ranges", "every", "single"] = Field(
+    mode: Literal["ranges", "every", "single", "size", "bookmarks"] = Field(
         "single",
         description="ranges: one file per comma-separated part of pages; every: a file per N pages; "
-        "single: one file per page.",
+        "single: one file per page; size: files of at most maxMegabytes each; bookmarks: a file per "
+        "bookmark (chapter) down to the bookmark level chosen.",
     )
     pages: PageSpec = pages_field(ALL_PAGES, 'With mode "ranges": one output file per part')
     every: int = Field(1, ge=1, le=10000, description='With mode "every": pages per output file.')
+    max_megabytes: float = Field(
+        10.0, ge=0.1, le=10000, description='With mode "size": the largest a part may be, in MB (10^6 bytes). '
+        "A single page larger than that becomes a part of its own.",
+    )
+    level: int = Field(1, ge=1, le=10, description='With mode "bookmarks": split at bookmarks of this level and '
+                                                  "above (1: chapters only).")
 
 
 class PdfSplit(PdfTool):
@@ -107,7 +150,10 @@ class PdfSplit(PdfTool):
 
     id = "pdf-split"
     title = "Split PDF"
-    description = 'Split a PDF into several files: by ranges ("1-3,5,8-"), every N pages, or one per page.'
+    description = (
+        'Split a PDF into several files: by ranges ("1-3,5,8-"), every N pages, one per page, by size in MB, '
+        "or at its bookmarks (chapters)."
+    )
     params = SplitParams
 
     def page_spec(self, params: Any) -> str | None:
@@ -119,29 +165,72 @@ class PdfSplit(PdfTool):
         return int(doc.page_count)
 
     def convert(self, ctx: Context, source: InputFile, progress: Callable[[float], None]) -> None:
-        import pymupdf
-
         params: SplitParams = ctx.params
         doc = self.open_checked(ctx, source)
         try:
             count = doc.page_count
+            names: list[str] | None = None
             if params.mode == "ranges":
                 groups = page_groups(params.pages, count)
+            elif params.mode == "bookmarks":
+                groups, names = chapters(doc, params.level, source.name)
+            elif params.mode == "size":
+                self.split_by_size(ctx, doc, source, progress)
+                return
             else:
                 step = 1 if params.mode == "single" else params.every
                 groups = [list(range(start, min(start + step, count))) for start in range(0, count, step)]
             for done, group in enumerate(groups, start=1):
                 ctx.check_cancelled()
-                part = pymupdf.open()
+                name = f"{stem_of(source)}-p{describe_group(group)}.pdf"
+                if names is not None:
+                    title = names[done - 1].replace("/", "_").replace("\\", "_")
+                    name = f"{stem_of(source)}-{done:02d}-{title}.pdf"
+                part = part_of(doc, group[0], group[-1])
                 try:
-                    part.insert_pdf(doc, from_page=group[0], to_page=group[-1])
-                    part.set_metadata({key: (doc.metadata or {}).get(key) or "" for key in KEPT_METADATA})
-                    save_pdf(part, ctx.output_path(f"{stem_of(source)}-p{describe_group(group)}", "pdf"))
+                    save_pdf(part, ctx.output_path(name, "pdf"))  # the name's own ".pdf" keeps dots in a title
                 finally:
                     part.close()
                 progress(done / len(groups))
         finally:
             doc.close()
+
+    def split_by_size(self, ctx: Context, doc: pymupdf.Document, source: InputFile,
+                      progress: Callable[[float], None]) -> None:
+        """Parts as large as fit under the size limit: each part's end is found by doubling, then halving,
+        the number of pages, with each candidate written out to measure it (shared fonts and images are
+        counted once per part, as they are stored)."""
+        limit = int(ctx.params.max_megabytes * 1_000_000)
+        count, start = doc.page_count, 0
+        while start < count:
+            ctx.check_cancelled()
+            low, data = start, part_bytes(doc, start, start)
+            if len(data) > limit:
+                ctx.notes.append(f"Page {start + 1} alone is {len(data) / 1e6:.1f} MB, over the limit: it is a part "
+                                 "of its own.")
+            else:
+                high, step = None, 1
+                while high is None and low < count - 1:
+                    ctx.check_cancelled()
+                    trial = min(low + step, count - 1)
+                    candidate = part_bytes(doc, start, trial)
+                    if len(candidate) <= limit:
+                        low, data, step = trial, candidate, step * 2
+                    else:
+                        high = trial
+                while high is not None and high - low > 1:
+                    ctx.check_cancelled()
+                    middle = (low + high) // 2
+                    candidate = part_bytes(doc, start, middle)
+                    if len(candidate) <= limit:
+                        low, data = middle, candidate
+                    else:
+                        high = middle
+            group = list(range(start, low + 1))
+            with atomic_output(ctx.output_path(f"{stem_of(source)}-p{describe_group(group)}", "pdf")) as tmp:
+                tmp.write_bytes(data)
+            progress((low + 1) / count)
+            start = low + 1
 
 
 # --------------------------------------------------------------------------- pdf-rotate
