@@ -5,6 +5,8 @@ from converters.tools.pdf.archival import PdfToPdfa
 from converters.tools.pdf.compare import PdfCompare
 from converters.tools.pdf.compress import PdfCompress
 from converters.tools.pdf.forms import PdfFormFields, PdfFormFill
+from converters.tools.pdf.imposition import PdfBooklet, PdfNUp
+from converters.tools.pdf.layout import PdfCrop, PdfOverlay, PdfPageNumbers, PdfScale
 from converters.tools.pdf.organize import PdfOrganize
 from converters.tools.pdf.pages import PdfDeletePages, PdfExtractPages, PdfMerge, PdfRotate, PdfSplit
 from converters.tools.pdf.redact import PdfRedact, PdfSanitize
@@ -22,3 +24,4 @@ TOOLS += [PdfSign(), PdfVerifySignatures()]
 TOOLS += [PdfCompare()]
 TOOLS += [PdfToPdfa()]
 TOOLS += [PdfOrganize(), PdfOutline(), PdfAttachments(), PdfFormFields(), PdfFormFill()]
+TOOLS += [PdfPageNumbers(), PdfCrop(), PdfScale(), PdfNUp(), PdfBooklet(), PdfOverlay()]
