@@ -108,6 +108,7 @@ CODES: dict[str, ErrorCode] = {
     "no_bookmarks": _job("No bookmarks", "The PDF has no bookmarks to split at."),
     "no_attachments": _job("No attachments", "The PDF has no attached files."),
     "no_form_fields": _job("No form fields", "The PDF has no form fields to fill."),
+    "no_images": _job("No images", "The PDF has no images to extract."),
     "empty_media": _job("Empty media", "The file contains no audio or video to convert."),
     "no_video_stream": _job("No video", "The file has no video in it."),
     "no_audio_stream": _job("No audio", "The file has no sound in it."),

@@ -4,7 +4,10 @@ from converters.base import Tool
 from converters.tools.pdf.archival import PdfToPdfa
 from converters.tools.pdf.compare import PdfCompare
 from converters.tools.pdf.compress import PdfCompress
+from converters.tools.pdf.content import PdfFlatten, PdfRemoveAnnotations, PdfRemoveBlankPages
 from converters.tools.pdf.forms import PdfFormFields, PdfFormFill
+from converters.tools.pdf.grayscale import PdfGrayscale
+from converters.tools.pdf.images import PdfAddImage, PdfExtractImages
 from converters.tools.pdf.imposition import PdfBooklet, PdfNUp
 from converters.tools.pdf.layout import PdfCrop, PdfOverlay, PdfPageNumbers, PdfScale
 from converters.tools.pdf.organize import PdfOrganize
@@ -25,3 +28,5 @@ TOOLS += [PdfCompare()]
 TOOLS += [PdfToPdfa()]
 TOOLS += [PdfOrganize(), PdfOutline(), PdfAttachments(), PdfFormFields(), PdfFormFill()]
 TOOLS += [PdfPageNumbers(), PdfCrop(), PdfScale(), PdfNUp(), PdfBooklet(), PdfOverlay()]
+TOOLS += [PdfExtractImages(), PdfRemoveBlankPages(), PdfAddImage(), PdfFlatten(), PdfRemoveAnnotations(),
+          PdfGrayscale()]

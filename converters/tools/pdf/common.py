@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
 # A page range field: the pattern lets a form check it as typed, the validator catches "0" and "5-3".
 PageSpec = Annotated[str, AfterValidator(check_page_spec)]
+REFERENCE = re.compile(r"(\d+)\s+\d+\s+R")
 
 
 def pages_field(default: Any, what: str) -> Any:
@@ -104,3 +106,57 @@ class PdfTool(Tool):
                 raise
         return doc
 
+
+
+# --------------------------------------------------------------------------- drawing on pages without reading them
+
+
+def content_xrefs(doc: pymupdf.Document, page: pymupdf.Page) -> list[int]:
+    """The xrefs of the page's content streams, in order, read from /Contents without decompressing them."""
+    kind, value = doc.xref_get_key(page.xref, "Contents")
+    refs = [int(number) for number in REFERENCE.findall(value)] if kind in ("array", "xref") else []
+    if kind == "xref" and refs and not doc.xref_is_stream(refs[0]):  # an indirect array of streams
+        refs = [int(number) for number in REFERENCE.findall(doc.xref_object(refs[0], compressed=True))]
+    return refs
+
+
+def new_stream(doc: pymupdf.Document, data: bytes) -> int:
+    xref = doc.get_new_xref()
+    doc.update_object(xref, "<<>>")
+    doc.update_stream(xref, data)
+    return xref
+
+
+class OnTop:
+    """Draw on top of pages without reading their content.
+
+    PyMuPDF's ``overlay=True`` first reads a page's whole content to balance its q/Q, which is what a
+    content-stream bomb is made to exhaust. Instead, draw underneath (``overlay=False``, which puts the
+    new stream first), then :meth:`move` that stream after the page's own content, which is enclosed in
+    a ``q``/``Q`` pair so nothing it leaves behind (a changed coordinate system, colour, clip) affects
+    what was added, as qpdf and pikepdf do. The two small streams are shared by every page.
+    """
+
+    def __init__(self, doc: pymupdf.Document) -> None:
+        self.doc = doc
+        self.wrap = (new_stream(doc, b"q\n"), new_stream(doc, b"\nQ\n"))
+
+    def move(self, page: pymupdf.Page) -> None:
+        """Move the stream just added underneath ``page``'s content on top of it."""
+        added, *own = content_xrefs(self.doc, page)
+        order = [self.wrap[0], *own, self.wrap[1], added]
+        self.doc.xref_set_key(page.xref, "Contents", "[" + " ".join(f"{xref} 0 R" for xref in order) + "]")
+
+
+def show_page(sheet: pymupdf.Page, where: pymupdf.Rect, doc: pymupdf.Document, index: int, **options: Any) -> int:
+    """``sheet.show_pdf_page``, with MuPDF's compression-bomb check (it decompresses the page's content
+    to make a form of it) told as ``unsafe_input``."""
+    import pymupdf
+
+    try:
+        return int(sheet.show_pdf_page(where, doc, index, **options))
+    except pymupdf.mupdf.FzErrorFormat as exc:
+        if "compression bomb" not in str(exc):
+            raise
+        raise ConversionError("unsafe_input", f"Page {index + 1}'s content is a compression bomb: a few "
+                                              "kilobytes that expand beyond what MuPDF accepts.") from None

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from converters.base import CamelParams, Context, ConversionError, InputFile, ToolEnv
 from converters.engines.mupdf import save_pdf
-from converters.tools.pdf.common import PdfTool, stem_of
+from converters.tools.pdf.common import PdfTool, show_page, stem_of
 from converters.tools.pdf.layout import PAPER, copy_metadata, fit, oriented, upright
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def show(sheet: pymupdf.Page, doc: pymupdf.Document, index: int, box: pymupdf.Re
     """Show page ``index`` upright, as large as fits in ``box`` and centred; return where it went."""
     page = upright(doc[index])
     where = fit(page.rect.width, page.rect.height, box)
-    sheet.show_pdf_page(where, doc, index)
+    show_page(sheet, where, doc, index)
     return where
 
 

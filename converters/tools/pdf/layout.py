@@ -18,7 +18,15 @@ from pydantic import Field, field_validator, model_validator
 from converters.base import CamelParams, Context, ConversionError, InputFile, ToolEnv
 from converters.engines.mupdf import save_pdf
 from converters.inputs.pages import ALL_PAGES, page_set
-from converters.tools.pdf.common import PageSpec, PdfTool, check_input_count, pages_field, stem_of
+from converters.tools.pdf.common import (
+    OnTop,
+    PageSpec,
+    PdfTool,
+    check_input_count,
+    pages_field,
+    show_page,
+    stem_of,
+)
 from converters.tools.pdf.pages import KEPT_METADATA
 
 if TYPE_CHECKING:
@@ -118,7 +126,8 @@ def number_page(page: pymupdf.Page, text: str, params: PageNumberParams) -> None
     # The baseline: the text's top (ascender) or bottom (descender) lies ``margin`` from the edge.
     y = margin + size * font.ascender if where.startswith("top") else shown.height - margin + size * font.descender
     start = pymupdf.Point(x, y) * page.derotation_matrix
-    page.insert_text(start, text, fontname="helv", fontsize=size, rotate=page.rotation, color=(0, 0, 0))
+    page.insert_text(start, text, fontname="helv", fontsize=size, rotate=page.rotation, color=(0, 0, 0),
+                     overlay=False)  # then moved on top (OnTop), without reading the page's content
 
 
 class PdfPageNumbers(PdfTool):
@@ -141,9 +150,12 @@ class PdfPageNumbers(PdfTool):
         try:
             chosen = sorted(page_set(params.pages, doc.page_count))
             total = doc.page_count + params.start - 1
+            on_top = OnTop(doc)
             for done, index in enumerate(chosen, start=1):
                 ctx.check_cancelled()
-                number_page(doc[index], params.format.format(n=params.start + index, total=total), params)
+                page = doc[index]
+                number_page(page, params.format.format(n=params.start + index, total=total), params)
+                on_top.move(page)
                 progress(0.9 * done / len(chosen))
             save_pdf(doc, ctx.output_path(stem_of(source), "pdf"))
         finally:
@@ -311,7 +323,7 @@ class PdfScale(PdfTool):
                     landscape = params.orientation == "landscape"
                 width, height = oriented(params.sheet(), landscape)
                 sheet = out.new_page(width=width, height=height)
-                sheet.show_pdf_page(fit(page.rect.width, page.rect.height, sheet.rect), doc, index)
+                show_page(sheet, fit(page.rect.width, page.rect.height, sheet.rect), doc, index)
                 progress(0.9 * (index + 1) / doc.page_count)
             copy_metadata(doc, out)
             try:
@@ -377,6 +389,7 @@ class PdfOverlay(PdfTool):
             raise
         try:
             chosen = sorted(page_set(params.pages, base.page_count))
+            on_top = OnTop(base)
             for done, index in enumerate(chosen, start=1):
                 ctx.check_cancelled()
                 page = base[index]
@@ -384,7 +397,9 @@ class PdfOverlay(PdfTool):
                 upright(stamp[number])
                 # show_pdf_page places in unrotated page space: turn the stamp with the page so it reads upright
                 target = page.rect * page.derotation_matrix
-                page.show_pdf_page(target, stamp, number, overlay=params.position == "over", rotate=page.rotation)
+                show_page(page, target, stamp, number, overlay=False, rotate=page.rotation)
+                if params.position == "over":
+                    on_top.move(page)
                 ctx.progress(0.9 * done / len(chosen))
             save_pdf(base, ctx.output_path(stem_of(first), "pdf"))
         finally:
