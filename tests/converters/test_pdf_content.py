@@ -509,6 +509,21 @@ def test_grayscale_vector_turns_every_pixel_grey_and_keeps_text_fields_and_annot
     assert red_text[0] == red_text[1] == red_text[2] < 200
 
 
+def test_grayscale_keeps_a_jpeg_photo_a_jpeg_shared_by_its_pages(tmp_path: Path) -> None:
+    photo_jpeg = jpeg((900, 600))
+    source = pdf_of(tmp_path / "photos.pdf", [[photo_jpeg], [photo_jpeg]])
+    with pymupdf.open(source) as doc:
+        assert doc[0].get_images()[0][0] == doc[1].get_images()[0][0]  # one image, shown on both pages
+    output = one_output("pdf-grayscale", [source], tmp_path / "out")
+    assert colour_spread(output) <= 2
+    with pymupdf.open(output) as doc:
+        [[first, *_]], [[second, *_]] = doc[0].get_images(full=True), doc[1].get_images(full=True)
+        assert first == second  # still one object, not a grey copy per page
+        assert doc.xref_get_key(first, "Filter")[1] == "/DCTDecode" and pymupdf.Pixmap(doc, first).n == 1
+    # a grey JPEG, not an uncompressed grey copy (which alone would be 540 kB, twice that per page)
+    assert output.stat().st_size < source.stat().st_size
+
+
 def test_grayscale_image_mode_makes_grey_page_images(tmp_path: Path) -> None:
     source = colour_pdf(tmp_path / "colour.pdf")
     output = one_output("pdf-grayscale", [source], tmp_path / "out", {"mode": "image", "dpi": 72})

@@ -23,6 +23,8 @@ class GrayscaleParams(CamelParams):
         "vector", description="vector: recolour text, drawings, images, annotations and form fields, which all "
         "stay what they are; image: replace each page by a grey picture of it (text is no longer text).")
     dpi: int = Field(150, ge=36, le=600, description=DPI_FIELD_DESCRIPTION)
+    jpeg_quality: int = Field(75, ge=1, le=100, description='With mode "vector": quality of the grey JPEGs '
+                                                            "written for JPEG photos (1-100).")
 
 
 # A colour operator in a form field's default appearance string: "1 0 0 rg" or "0 1 1 0 k".
@@ -108,6 +110,63 @@ class AppearanceRecolourer:
             self.scratch = None
 
 
+class ImageKeeper:
+    """Keeps the images of a recoloured document as compact as they were.
+
+    MuPDF's recolouring writes each image it greys as a new, uncompressed object, once per page that
+    shows it. This points every page at one grey copy per original image, and writes the grey copy of
+    a JPEG photo as a grey JPEG again (a lossless grey photo is several times the size of the colour JPEG).
+    """
+
+    def __init__(self, doc: pymupdf.Document, quality: int) -> None:
+        self.doc, self.quality = doc, quality
+        self.grey: dict[int, int] = {}  # original image xref -> its grey copy
+
+    @staticmethod
+    def images(page: pymupdf.Page) -> list[tuple[int, str, tuple[int, int], str]]:
+        """The page's own images in the order it uses them: (xref, resource name, size, filter)."""
+        return [(int(info[0]), str(info[7]), (int(info[2]), int(info[3])), str(info[8]))
+                for info in page.get_images(full=True)]
+
+    def settle(self, page: pymupdf.Page, before: list[tuple[int, str, tuple[int, int], str]]) -> None:
+        """After ``page`` was recoloured: share the grey copies, and make JPEGs of those of JPEGs.
+
+        Recolouring renames the images and rewrites the content, in the same order: an image is matched to
+        its original by its place and its size, and anything that does not line up is left as it is.
+        """
+        after = self.images(page)
+        if len(after) != len(before):
+            return
+        for (old, _, size, stored_as), (new, name, new_size, _) in zip(before, after, strict=True):
+            if new == old or size != new_size:
+                continue
+            if old in self.grey:
+                self.doc.xref_set_key(page.xref, f"Resources/XObject/{name}", f"{self.grey[old]} 0 R")
+                continue
+            self.grey[old] = new
+            if stored_as == "DCTDecode":
+                self.to_jpeg(new)
+
+    def to_jpeg(self, xref: int) -> None:
+        import io
+
+        import pymupdf
+        from PIL import Image
+
+        doc = self.doc
+        if doc.xref_get_key(xref, "SMask")[0] != "null" or doc.xref_get_key(xref, "Decode")[0] != "null":
+            return
+        pix = pymupdf.Pixmap(doc, xref)
+        if pix.n != 1 or pix.alpha:
+            return
+        buffer = io.BytesIO()
+        Image.frombytes("L", (pix.width, pix.height), pix.samples).save(buffer, "JPEG", quality=self.quality)
+        doc.update_stream(xref, buffer.getvalue(), compress=False)
+        for key, value in (("Filter", "/DCTDecode"), ("DecodeParms", "null"), ("ColorSpace", "/DeviceGray"),
+                           ("BitsPerComponent", "8")):
+            doc.xref_set_key(xref, key, value)
+
+
 class PdfGrayscale(PdfTool):
     """Turn a PDF's colours into greys, keeping text and drawings as they are (or as page images)."""
 
@@ -141,12 +200,15 @@ class PdfGrayscale(PdfTool):
                 ctx.notes.append(f"{source.name}: {IMAGE_MODE_NOTE}")
             else:
                 appearances = AppearanceRecolourer(doc)
+                keeper = ImageKeeper(doc, params.jpeg_quality)
                 count = doc.page_count
                 try:
                     for index in range(count):
                         ctx.check_cancelled()
                         page = doc[index]
+                        before = keeper.images(page)
                         page.recolor(1)
+                        keeper.settle(page, before)
                         for xref in [a.xref for a in page.annots()] + [w.xref for w in page.widgets()]:
                             appearances.recolour(xref)
                         progress(0.9 * (index + 1) / count)
