@@ -6,6 +6,7 @@ keeping the reading and the checks here lets them be tested without a window.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -41,7 +42,7 @@ def humanize_name(name: str) -> str:
 @dataclass(frozen=True)
 class FieldSpec:
     name: str  # the JSON name (the tool's alias), the key in params
-    kind: str  # enum | integer | number | boolean | string | pages | multi | number-or-text
+    kind: str  # enum | integer | number | boolean | string | pages | multi | number-or-text | lines | json
     label: str
     description: str = ""
     default: Any = None
@@ -104,6 +105,10 @@ def _field(name: str, prop: dict[str, Any], required: bool) -> FieldSpec:
         kind = "enum"
     elif typ == "array" and "enum" in body.get("items", {}):
         kind = "multi"
+    elif typ == "array" and body.get("items", {}).get("type") == "string":
+        kind = "lines"  # a list of texts (search terms, patterns): one per line
+    elif typ in ("array", "object"):
+        kind = "json"  # lists of records (page areas, bookmarks) and name -> value maps (form values)
     elif typ == "boolean":
         kind = "boolean"
     elif typ == "integer":
@@ -140,6 +145,41 @@ def _bound(body: dict[str, Any], inclusive: str, exclusive: str) -> tuple[float 
     return None, False
 
 
+@dataclass(frozen=True)
+class Unparsed:
+    """What a ``json`` field holds while its text is not valid JSON: never sent, reported as an error."""
+
+    text: str
+    error: str
+
+
+def lines_value(text: str) -> list[str] | None:
+    """One entry per non-empty line, spaces around it removed; ``None`` when there is none."""
+    entries = [line.strip() for line in text.splitlines() if line.strip()]
+    return entries or None
+
+
+def json_value(text: str) -> Any:
+    """The JSON a ``json`` field holds, ``None`` when empty, :class:`Unparsed` when it does not parse."""
+    if not text.strip():
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        return Unparsed(text, str(exc))
+
+
+def field_text(spec: FieldSpec, value: Any) -> str:
+    """How a ``lines`` or ``json`` field shows ``value``."""
+    if value is None:
+        return ""
+    if isinstance(value, Unparsed):
+        return value.text
+    if spec.kind == "lines" and isinstance(value, list):
+        return "\n".join(str(entry) for entry in value)
+    return json.dumps(value, indent=1, ensure_ascii=False)
+
+
 def validate_value(spec: FieldSpec, value: Any) -> str | None:
     """Why ``value`` does not fit ``spec``, in a short sentence; ``None`` when it does.
 
@@ -158,6 +198,10 @@ def validate_value(spec: FieldSpec, value: Any) -> str | None:
         return _check_range(spec, float(value))
     if spec.kind == "number-or-text":
         return None
+    if isinstance(value, Unparsed):
+        return f"not valid JSON ({value.error})"
+    if spec.kind in ("lines", "json"):
+        return None  # the tool's own model checks the entries (the form's checker)
     text = str(value)
     if spec.min_length is not None and len(text) < spec.min_length:
         return "required" if spec.min_length == 1 else f"at least {spec.min_length} characters"
@@ -197,7 +241,7 @@ def params_from_values(specs: list[FieldSpec], values: dict[str, Any]) -> dict[s
     params: dict[str, Any] = {}
     for spec in specs:
         value = values.get(spec.name, _MISSING)
-        if value is _MISSING or value is None or (value == "" and spec.kind != "enum"):
+        if value is _MISSING or value is None or isinstance(value, Unparsed) or (value == "" and spec.kind != "enum"):
             continue
         if spec.kind == "multi" and not spec.has_default and not value:
             continue

@@ -71,7 +71,7 @@ def tools_for_formats(tools: Sequence[ToolInfo], formats: Iterable[str | None] |
 
 
 def format_label(fmt: str) -> str:
-    return "Same as input" if fmt == "keep" else fmt.upper()
+    return "Original format" if fmt == "keep" else fmt.upper()  # an image's own, or what a PDF carries as stored
 
 
 class ToolTreeModel(QStandardItemModel):

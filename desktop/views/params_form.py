@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QGridLayout,
     QLabel,
     QLineEdit,
+    QPlainTextEdit,
     QSpinBox,
     QWidget,
 )
@@ -28,7 +29,10 @@ from desktop.schema_fields import (
     PAGES_HINT,
     FieldSpec,
     coerce_number_or_text,
+    field_text,
     fields_from_schema,
+    json_value,
+    lines_value,
     params_from_values,
     validate_value,
 )
@@ -159,6 +163,13 @@ class ParamsForm(QWidget):
             multi = MultiChoice(spec.options)
             multi.changed.connect(self._on_change)
             editor = multi
+        elif spec.kind in ("lines", "json"):
+            text = QPlainTextEdit()
+            text.setPlaceholderText("one per line" if spec.kind == "lines" else "JSON, as in the API")
+            text.setTabChangesFocus(True)
+            text.setFixedHeight(text.fontMetrics().lineSpacing() * 4 + 12)
+            text.textChanged.connect(self._on_change)
+            editor = text
         else:
             line = QLineEdit()
             if spec.kind == "pages":
@@ -189,6 +200,9 @@ class ParamsForm(QWidget):
             return editor.isChecked()
         if isinstance(editor, MultiChoice):
             return editor.value()
+        if isinstance(editor, QPlainTextEdit):
+            text = editor.toPlainText()
+            return lines_value(text) if spec.kind == "lines" else json_value(text)
         assert isinstance(editor, QLineEdit)
         if spec.kind == "number-or-text":
             return coerce_number_or_text(editor.text())
@@ -227,6 +241,8 @@ class ParamsForm(QWidget):
                 editor.setChecked(bool(value))
             elif isinstance(editor, MultiChoice):
                 editor.set_value(value if isinstance(value, list) else None)
+            elif isinstance(editor, QPlainTextEdit):
+                editor.setPlainText(field_text(spec, value))
             elif isinstance(editor, QLineEdit):
                 editor.setText("" if value is None else str(value))
         finally:

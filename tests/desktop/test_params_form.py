@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QLineEdit, QSpinBox
+from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QLineEdit, QPlainTextEdit, QSpinBox
 from pytestqt.qtbot import QtBot
 
 from desktop.context import Desktop
@@ -86,6 +86,33 @@ def test_the_form_produces_the_right_params(qtbot: QtBot, tools: dict[str, ToolI
     angle.setCurrentIndex(angle.findData(270))
     assert form.params() == {"angle": 270}
     param_models["pdf-rotate"].model_validate(form.params())
+
+
+def test_lists_and_json_fields_give_the_params_the_tool_takes(qtbot: QtBot, desktop: Desktop,
+                                                             param_models: dict[str, Any]) -> None:
+    form = form_for(qtbot, desktop.tools.tool("pdf-redact").schema,  # type: ignore[union-attr]
+                    lambda params: desktop.check_params("pdf-redact", params))
+    terms, areas = form.editors["terms"], form.editors["areas"]
+    assert isinstance(terms, QPlainTextEdit) and isinstance(areas, QPlainTextEdit)
+    terms.setPlainText("Zanzibar\nAda Lovelace\n")
+    areas.setPlainText('[{"page": 1, "x0": 10, "y0": 10, "x1": 200, "y1": 60}]')
+    params = form.params()
+    assert params == {"terms": ["Zanzibar", "Ada Lovelace"],
+                      "areas": [{"page": 1, "x0": 10, "y0": 10, "x1": 200, "y1": 60}]}
+    assert form.is_valid()
+    param_models["pdf-redact"].model_validate(params)
+    fill = form_for(qtbot, desktop.tools.tool("pdf-form-fill").schema,  # type: ignore[union-attr]
+                    lambda params: desktop.check_params("pdf-form-fill", params))
+    values = fill.editors["values"]
+    assert isinstance(values, QPlainTextEdit)
+    values.setPlainText('{"name": "Ada", "agree": ')
+    assert not fill.is_valid() and fill.errors()["values"].startswith("not valid JSON")
+    values.setPlainText('{"name": "Ada", "agree": true}')
+    assert fill.is_valid() and fill.params() == {"values": {"name": "Ada", "agree": True}}
+    values.setPlainText('{"name": {"nested": 1}}')  # JSON, but not what the tool takes: its model says so
+    assert not fill.is_valid()
+    fill.set_values({"values": {"size": "M"}})
+    assert values.toPlainText() and fill.params() == {"values": {"size": "M"}}
 
 
 def test_every_tool_form_starts_with_params_its_model_accepts(qtbot: QtBot, desktop: Desktop,

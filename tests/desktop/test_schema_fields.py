@@ -7,9 +7,13 @@ from typing import Any
 import pytest
 
 from desktop.schema_fields import (
+    Unparsed,
     coerce_number_or_text,
+    field_text,
     fields_from_schema,
     humanize_name,
+    json_value,
+    lines_value,
     params_from_values,
     validate_value,
 )
@@ -34,7 +38,7 @@ def test_every_catalogue_schema_reads_without_error(schemas: dict[str, dict[str,
     for tool_id, schema in schemas.items():
         for spec in fields_from_schema(schema):
             assert spec.kind in {"enum", "integer", "number", "boolean", "string", "pages", "multi",
-                                 "number-or-text"}, (tool_id, spec)
+                                 "number-or-text", "lines", "json"}, (tool_id, spec)
             assert validate_value(spec, spec.initial) in (None, "required"), (tool_id, spec)
 
 
@@ -100,3 +104,19 @@ def test_humanize_name_turns_json_names_into_labels() -> None:
     assert humanize_name("imageDpi") == "Image DPI"
     assert humanize_name("targetSizeKb") == "Target size (KB)"
     assert humanize_name("pages") == "Pages"
+
+
+def test_lists_of_texts_are_lines_and_records_and_maps_are_json(schemas: dict[str, dict[str, Any]]) -> None:
+    redact, outline, fill = by_name(schemas["pdf-redact"]), by_name(schemas["pdf-outline"]), by_name(
+        schemas["pdf-form-fill"])
+    assert redact["terms"].kind == redact["patterns"].kind == "lines"
+    assert redact["areas"].kind == outline["bookmarks"].kind == fill["values"].kind == "json"
+    assert lines_value("  Alice \n\nBob Smith\n") == ["Alice", "Bob Smith"] and lines_value(" \n") is None
+    assert json_value('[{"page": 1, "title": "A"}]') == [{"page": 1, "title": "A"}] and json_value("  ") is None
+    broken = json_value('{"name": ')
+    assert isinstance(broken, Unparsed) and validate_value(fill["values"], broken).startswith("not valid JSON")
+    assert field_text(redact["terms"], ["Alice", "Bob"]) == "Alice\nBob"
+    assert json_value(field_text(fill["values"], {"name": "Zoë"})) == {"name": "Zoë"}
+    # text that is not JSON yet is never sent
+    assert params_from_values([fill["values"], fill["flatten"]], {"values": broken, "flatten": True}) == {
+        "flatten": True}
