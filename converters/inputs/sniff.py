@@ -8,7 +8,11 @@ only once the bytes are known to be text.
 
 from __future__ import annotations
 
+import bz2
+import lzma
+import re
 import zipfile
+import zlib
 from pathlib import Path
 
 HEAD = 4096
@@ -38,12 +42,27 @@ MIME_TYPES: dict[str, str] = {
     "csv": "text/csv", "rst": "text/x-rst", "json": "application/json", "xml": "application/xml",
     "srt": "application/x-subrip", "vtt": "text/vtt", "m3u8": "application/vnd.apple.mpegurl",
     "ffconcat": "text/plain", "p12": "application/x-pkcs12",
+    # subtitles
+    "ass": "text/x-ass", "ssa": "text/x-ssa", "sub": "text/x-microdvd", "ttml": "application/ttml+xml",
+    # fonts
+    "ttf": "font/ttf", "otf": "font/otf", "woff": "font/woff", "woff2": "font/woff2",
+    # archives, and single files behind a compressor
+    "7z": "application/x-7z-compressed", "rar": "application/vnd.rar", "tar": "application/x-tar",
+    "tar.gz": "application/gzip", "tar.bz2": "application/x-bzip2", "tar.xz": "application/x-xz",
+    "tar.zst": "application/zstd", "gz": "application/gzip", "bz2": "application/x-bzip2",
+    "xz": "application/x-xz", "zst": "application/zstd",
 }
 
 _TEXT_BY_SUFFIX = {
     ".md": "md", ".markdown": "md", ".csv": "csv", ".rst": "rst", ".json": "json",
     ".srt": "srt", ".vtt": "vtt", ".txt": "txt", ".text": "txt",
 }
+# Streams a compressor wraps: a tar inside makes an archive, anything else a single compressed file.
+_COMPRESSED = {"gz": "tar.gz", "bz2": "tar.bz2", "xz": "tar.xz", "zst": "tar.zst"}
+_TAR_MAGIC_AT = 257  # "ustar" in a POSIX or GNU tar header
+# Subtitles, told by their first lines (text in any 8-bit encoding: legacy subtitle files are rarely UTF-8).
+_SRT = re.compile(r"\A(?:\ufeff)?\s*\d+[ \t]*\r?\n[ \t]*\d{1,2}:\d{2}:\d{2}[,.]\d{1,3}[ \t]*-->")
+_MICRODVD = re.compile(r"\A(?:\ufeff)?\s*\{\d+\}\{\d*\}")
 
 _FTYP_BRANDS = {
     b"avif": "avif", b"avis": "avif", b"heic": "heic", b"heix": "heic", b"heim": "heic",
@@ -66,6 +85,8 @@ def sniff(path: Path, name: str = "") -> str | None:
     fmt = sniff_bytes(head)
     if fmt == "zip":
         return _sniff_zip(path)
+    if fmt in _COMPRESSED:
+        return _COMPRESSED[fmt] if _holds_tar(head, fmt) else fmt
     if fmt == "ole":
         return _sniff_ole(name)
     if fmt is None:
@@ -136,7 +157,68 @@ def sniff_bytes(head: bytes) -> str | None:  # noqa: C901 - a flat table of sign
         return "mobi"
     if _is_pkcs12(head):
         return "p12"
+    if head[:6] == b"7z\xbc\xaf\x27\x1c":
+        return "7z"
+    if head[:7] == b"Rar!\x1a\x07\x00" or head[:8] == b"Rar!\x1a\x07\x01\x00":
+        return "rar"
+    if head[_TAR_MAGIC_AT:_TAR_MAGIC_AT + 5] == b"ustar":
+        return "tar"
+    if head[:3] == b"\x1f\x8b\x08":
+        return "gz"
+    if head[:3] == b"BZh" and head[3:4].isdigit() and head[4:10] in (b"1AY&SY", b"\x17rE8P\x90"):
+        return "bz2"
+    if head[:6] == b"\xfd7zXZ\x00":
+        return "xz"
+    if head[:4] == b"\x28\xb5\x2f\xfd":
+        return "zst"
+    if head[:4] in (b"\x00\x01\x00\x00", b"true") and _is_sfnt(head):
+        return "ttf"
+    if head[:4] == b"OTTO":
+        return "otf"
+    if head[:4] == b"wOFF":
+        return "woff"
+    if head[:4] == b"wOF2":
+        return "woff2"
     return None
+
+
+def _is_sfnt(head: bytes) -> bool:
+    """A TrueType table directory: a sane table count, and tags of four printable characters."""
+    tables = int.from_bytes(head[4:6], "big")
+    if not 1 <= tables <= 100 or len(head) < 12 + 16 * min(tables, 4):
+        return False
+    tags = [head[12 + 16 * n:16 + 16 * n] for n in range(min(tables, 4))]
+    return all(all(32 <= c < 127 for c in tag) for tag in tags)
+
+
+def _holds_tar(head: bytes, fmt: str) -> bool:
+    """Whether the compressed stream starting with ``head`` opens with a tar header (at most 4 KB inflated,
+    from the 4 KB read: a bomb cannot make this expensive)."""
+    want = _TAR_MAGIC_AT + 5
+    try:
+        if fmt == "gz":
+            inner = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, want)
+        elif fmt == "bz2":
+            inner = bz2.BZ2Decompressor().decompress(head, want)
+        elif fmt == "xz":
+            inner = lzma.LZMADecompressor().decompress(head, want)
+        else:
+            inner = _zstd_head(head, want)
+    except (zlib.error, OSError, EOFError, lzma.LZMAError, ValueError):
+        return False
+    return inner[_TAR_MAGIC_AT:want] == b"ustar"
+
+
+def _zstd_head(head: bytes, want: int) -> bytes:
+    try:
+        import zstandard
+    except ImportError:  # without the library, a .tar.zst reads as a single compressed file
+        return b""
+    reader = zstandard.ZstdDecompressor().decompressobj()
+    try:
+        return bytes(reader.decompress(head))[:want]
+    except zstandard.ZstdError:
+        return b""
 
 
 # PKCS#7 ContentInfo types a PFX wraps its contents in: data (password integrity) or signedData.
@@ -200,7 +282,7 @@ def _sniff_ole(name: str) -> str:
     return {".xls": "xls", ".ppt": "ppt"}.get(suffix, "doc")
 
 
-def _sniff_text(head: bytes, name: str) -> str | None:
+def _sniff_text(head: bytes, name: str) -> str | None:  # noqa: C901 - a flat table of text signatures
     if b"\x00" in head:
         return None
     try:
@@ -210,12 +292,15 @@ def _sniff_text(head: bytes, name: str) -> str | None:
             try:
                 text = head.decode("utf-16") if head[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
             except UnicodeDecodeError:
-                return None
-            if not text:
-                return None
+                text = ""
+            if not text:  # 8-bit text in a legacy encoding is taken only as a subtitle file
+                return _subtitle(head.decode("latin-1"))
         else:
             text = head[: exc.start].decode("utf-8")
     stripped = text.lstrip("\ufeff \t\r\n").lower()
+    subtitle = _subtitle(text)
+    if subtitle is not None:
+        return subtitle
     if stripped.startswith("#extm3u"):
         return "m3u8"
     if stripped.startswith("ffconcat"):
@@ -227,8 +312,25 @@ def _sniff_text(head: bytes, name: str) -> str | None:
             return "svg"
         if "<fictionbook" in stripped:
             return "fb2"
+        if re.search(r"<tt[\s>]", stripped) and "ttml" in stripped:
+            return "ttml"
         return "xml"
     suffix = Path(name).suffix.lower()
     if suffix in (".html", ".htm"):
         return "html"
     return _TEXT_BY_SUFFIX.get(suffix, "txt")
+
+
+def _subtitle(text: str) -> str | None:
+    """``srt``, ``vtt``, ``ass``, ``ssa`` or ``sub`` (MicroDVD) from the first lines, else ``None``."""
+    stripped = text.lstrip("\ufeff \t\r\n")
+    lowered = stripped[:4096].lower()
+    if lowered.startswith("webvtt"):
+        return "vtt"
+    if lowered.startswith("[script info]"):
+        return "ass" if "v4.00+" in lowered else "ssa"
+    if _SRT.match(stripped):
+        return "srt"
+    if _MICRODVD.match(stripped):
+        return "sub"
+    return None

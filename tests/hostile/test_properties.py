@@ -41,14 +41,20 @@ FORMAT_IDS = set(MIME_TYPES)
 # directory is not read.
 NAMED_TEXT = {"txt", "md", "csv", "rst", "json", "srt", "vtt", "html"}
 OLE = {"doc", "xls", "ppt"}
-CONTENT_TEXT = {"m3u8", "ffconcat", "html", "svg", "fb2", "xml"}  # text told apart by what it starts with
+CONTENT_TEXT = {"m3u8", "ffconcat", "html", "svg", "fb2", "xml",  # text told apart by what it starts with
+                "ass", "ssa", "sub", "ttml"}
+# Signatures whose format depends on what they wrap: a ZIP's files, a compressed stream's tar header.
+CONTAINERS = {"zip", "gz", "bz2", "xz", "zst"}
 NAMES = ["", "upload", "a.txt", "a.md", "a.csv", "a.json", "a.html", "a.png", "a.pdf", "a.mp4", "a.docx",
          "a.xls", "a.ppt", "a.exe", "../../x.svg", "A.MD"]
 SIGNATURES = [b"", b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff\xe0", b"GIF89a", b"RIFF\x00\x00\x00\x00WEBPVP8 ",
               b"%PDF-1.7\n", b"%!PS-Adobe-3.0", b"PK\x03\x04", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", b"{\\rtf1",
               b"\x00\x00\x00\x18ftypheic", b"\x00\x00\x00\x18ftypisom", b"\x1aE\xdf\xa3", b"fLaC", b"OggS",
               b"ID3\x04", b"\xff\xfb", b"<!doctype html>", b"<?xml version='1.0'?><svg", b"#EXTM3U\n",
-              b"ffconcat version 1.0\n", b"\xef\xbb\xbf", b"\xff\xfe", b"BOOKMOBI"]
+              b"ffconcat version 1.0\n", b"\xef\xbb\xbf", b"\xff\xfe", b"BOOKMOBI",
+              b"7z\xbc\xaf\x27\x1c", b"\x1f\x8b\x08", b"BZh91AY&SY", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd",
+              b"wOF2", b"OTTO", b"\x00\x01\x00\x00\x00\x01", b"[Script Info]\n", b"WEBVTT\n",
+              b"1\n00:00:01,000 --> 00:00:02,000\n", b"{1}{25}"]
 CONTENTS = st.builds(lambda sig, rest: sig + rest, st.sampled_from(SIGNATURES),
                      st.binary(max_size=300) | st.text(max_size=300).map(lambda t: t.encode("utf-8")))
 
@@ -77,7 +83,7 @@ def test_sniffed_format_depends_on_the_name_only_for_text_and_ole(content: bytes
     elif by_bytes == "ole":
         assert found <= OLE and answers["a.xls"] == "xls" and answers["a.ppt"] == "ppt", answers
     elif by_bytes is not None:  # a signature decides, whatever the client called the file
-        assert len(found) == 1 and (by_bytes == "zip" or found == {by_bytes}), answers
+        assert len(found) == 1 and (by_bytes in CONTAINERS or found == {by_bytes}), answers
     else:  # text or nothing: the name never decides whether the bytes are a format at all
         assert found == {None} or None not in found, answers
         assert found <= NAMED_TEXT | CONTENT_TEXT | {None}, answers
