@@ -32,12 +32,18 @@ PILLOW_HEIF = Engine(
     install_hint="Install it with: pip install pillow-heif",
 )
 
-IMAGE_FORMATS = ("png", "jpg", "webp", "avif", "heic", "tiff", "bmp", "gif", "ico")
+# What the image tools write; they read these and the formats after them, which Pillow decodes but
+# nobody needs made anew (a TGA or PCX becomes a PNG when the output is "keep").
+WRITABLE_FORMATS = ("png", "jpg", "webp", "avif", "heic", "tiff", "bmp", "gif", "ico", "jxl", "jp2", "qoi")
+READ_ONLY_FORMATS = ("tga", "dds", "pcx", "icns", "sgi", "xbm", "ppm", "pgm", "pbm")
+IMAGE_FORMATS = WRITABLE_FORMATS + READ_ONLY_FORMATS
 ANIMATED = frozenset({"gif", "webp", "png", "avif"})  # both ends must be one of these to keep the animation
-LOSSY = frozenset({"jpg", "webp", "avif", "heic"})
+LOSSY = frozenset({"jpg", "webp", "avif", "heic", "jxl"})
 PIL_NAMES = {
     "png": "PNG", "jpg": "JPEG", "webp": "WEBP", "avif": "AVIF", "heic": "HEIF",
-    "tiff": "TIFF", "bmp": "BMP", "gif": "GIF", "ico": "ICO",
+    "tiff": "TIFF", "bmp": "BMP", "gif": "GIF", "ico": "ICO", "jxl": "JXL", "jp2": "JPEG2000", "qoi": "QOI",
+    "tga": "TGA", "dds": "DDS", "pcx": "PCX", "icns": "ICNS", "sgi": "SGI", "xbm": "XBM", "ppm": "PPM",
+    "pgm": "PPM", "pbm": "PPM",
 }
 ICO_SIZES = (16, 24, 32, 48, 64, 128, 256)
 ANIMATION_PIXEL_FACTOR = 4  # all frames of an animation together may hold 4x the single-image limit
@@ -48,10 +54,26 @@ TIFF_LAYOUT_TAGS = (
 HEX_COLOUR = r"^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$"
 
 
+PILLOW_JXL = Engine(
+    name="pillow-jxl-plugin",
+    module="pillow_jxl",
+    distribution="pillow-jxl-plugin",
+    install_hint="Install it with: pip install pillow-jxl-plugin",
+)
+
+
 def register_plugins(fmt: str | None = None) -> None:
-    """Teach Pillow HEIC (and AVIF when Pillow was built without it) through pillow-heif."""
+    """Teach Pillow HEIC (and AVIF when Pillow was built without it) through pillow-heif, JPEG XL through
+    pillow-jxl-plugin."""
     from PIL import features
 
+    if fmt in (None, "jxl"):
+        try:
+            import pillow_jxl  # noqa: F401 - importing it registers the JXL plugin
+        except ImportError:
+            if fmt == "jxl":
+                raise ConversionError("engine_missing", "JPEG XL needs pillow-jxl-plugin: "
+                                                        "pip install pillow-jxl-plugin") from None
     if fmt not in (None, "heic", "avif"):
         return
     try:
@@ -154,7 +176,7 @@ def load_picture(
 
     ``progress`` hears the fraction of frames decoded.
     """
-    from PIL import ImageOps, ImageSequence
+    from PIL import Image, ImageOps, ImageSequence
 
     image = open_image(path, fmt, pixel_limit(env))
     try:
@@ -175,6 +197,8 @@ def load_picture(
         picture.exif = exif.tobytes() if len(exif) else b""
     except ConversionError:
         raise
+    except Image.DecompressionBombError:  # an image inside the file (an ICNS's PNG) larger than its header said
+        raise ConversionError("input_too_large", "An image inside the file is over the pixel limit.") from None
     except (OSError, ValueError, SyntaxError, EOFError, RuntimeError) as exc:
         raise ConversionError("damaged_input", f"The image cannot be decoded: {exc}") from None
     finally:
@@ -216,6 +240,8 @@ def fit_mode(image: Image.Image, fmt: str, background: str) -> Image.Image:
         return image
     if fmt == "bmp" and mode in ("L", "P", "RGB", "RGBA"):
         return image
+    if fmt in ("jxl", "jp2") and mode in ("L", "LA", "RGB", "RGBA"):
+        return image
     return image.convert("RGBA" if has_alpha(image) else "RGB")
 
 
@@ -232,6 +258,10 @@ def save_options(fmt: str, quality: int, picture: Picture, strip_metadata: bool)
         options.update(compress_level=6)
     elif fmt == "tiff":
         options.update(compression="tiff_adobe_deflate")
+    elif fmt == "jxl":
+        options.update(quality=quality, effort=7)
+    elif fmt == "jp2":
+        options.update(irreversible=False)  # lossless, the reason people pick JPEG 2000 for archives
     elif fmt == "ico":
         largest = min(256, max(picture.size))  # frames are padded square by fit_mode
         options.update(sizes=[(s, s) for s in ICO_SIZES if s <= largest] or [(largest, largest)])

@@ -40,6 +40,9 @@ MIME_TYPES: dict[str, str] = {
     "mpeg": "video/mpeg", "flv": "video/x-flv", "wmv": "video/x-ms-wmv", "3gp": "video/3gpp",
     "m4v": "video/x-m4v", "html": "text/html", "txt": "text/plain", "md": "text/markdown",
     "csv": "text/csv", "rst": "text/x-rst", "json": "application/json", "xml": "application/xml",
+    "jxl": "image/jxl", "jp2": "image/jp2", "qoi": "image/qoi", "tga": "image/x-tga", "dds": "image/vnd.ms-dds",
+    "pcx": "image/vnd.zbrush.pcx", "icns": "image/icns", "sgi": "image/sgi", "xbm": "image/x-xbitmap",
+    "ppm": "image/x-portable-pixmap", "pgm": "image/x-portable-graymap", "pbm": "image/x-portable-bitmap",
     "srt": "application/x-subrip", "vtt": "text/vtt", "m3u8": "application/vnd.apple.mpegurl",
     "ffconcat": "text/plain", "p12": "application/x-pkcs12",
     # subtitles
@@ -63,6 +66,11 @@ _TAR_MAGIC_AT = 257  # "ustar" in a POSIX or GNU tar header
 # Subtitles, told by their first lines (text in any 8-bit encoding: legacy subtitle files are rarely UTF-8).
 _SRT = re.compile(r"\A(?:\ufeff)?\s*\d+[ \t]*\r?\n[ \t]*\d{1,2}:\d{2}:\d{2}[,.]\d{1,3}[ \t]*-->")
 _MICRODVD = re.compile(r"\A(?:\ufeff)?\s*\{\d+\}\{\d*\}")
+# Netpbm: "P1" to "P6", then the width and height (comments allowed between them).
+_PNM = re.compile(rb"\AP([1-6])\s+(?:#[^\n]*\n\s*)*\d+\s+(?:#[^\n]*\n\s*)*\d+\s")
+_PNM_KIND = {b"1": "pbm", b"4": "pbm", b"2": "pgm", b"5": "pgm", b"3": "ppm", b"6": "ppm"}
+_XBM = re.compile(rb"\A\s*#define\s+\w*_width\s+\d+\s+#define\s+\w*_height\s+\d+")
+TGA_FOOTER = b"TRUEVISION-XFILE.\x00"
 
 _FTYP_BRANDS = {
     b"avif": "avif", b"avis": "avif", b"heic": "heic", b"heix": "heic", b"heim": "heic",
@@ -83,6 +91,8 @@ def sniff(path: Path, name: str = "") -> str | None:
     if not head:
         return None
     fmt = sniff_bytes(head)
+    if fmt is None and _has_tga_footer(path):
+        return "tga"
     if fmt == "zip":
         return _sniff_zip(path)
     if fmt in _COMPRESSED:
@@ -92,6 +102,16 @@ def sniff(path: Path, name: str = "") -> str | None:
     if fmt is None:
         return _sniff_text(head, name)
     return fmt
+
+
+def _has_tga_footer(path: Path) -> bool:
+    """A TGA 2.0 file ends with its signature (older ones are known by their header alone)."""
+    with open(path, "rb") as f:
+        f.seek(0, 2)
+        if f.tell() < 44:
+            return False
+        f.seek(-len(TGA_FOOTER), 2)
+        return f.read() == TGA_FOOTER
 
 
 def sniff_bytes(head: bytes) -> str | None:  # noqa: C901 - a flat table of signatures
@@ -179,7 +199,50 @@ def sniff_bytes(head: bytes) -> str | None:  # noqa: C901 - a flat table of sign
         return "woff"
     if head[:4] == b"wOF2":
         return "woff2"
+    return _sniff_image(head)
+
+
+def _sniff_image(head: bytes) -> str | None:  # noqa: C901 - a flat table of signatures
+    """The image formats Pillow reads beyond the common ones."""
+    if head[:12] == b"\x00\x00\x00\x0cjP  \r\n\x87\n" or head[:4] == b"\xff\x4f\xff\x51":
+        return "jp2"  # the JP2 container, or a bare JPEG 2000 codestream
+    if head[:2] == b"\xff\x0a" or head[:12] == b"\x00\x00\x00\x0cJXL \r\n\x87\n":
+        return "jxl"  # a bare JPEG XL codestream, or its container
+    if head[:4] == b"qoif":
+        return "qoi"
+    if head[:4] == b"DDS ":
+        return "dds"
+    if head[:4] == b"icns":
+        return "icns"
+    if head[:2] == b"\x01\xda" and head[2:3] in (b"\x00", b"\x01") and head[3:4] in (b"\x01", b"\x02"):
+        return "sgi"
+    if head[:1] == b"\x0a" and head[1:2] in (b"\x00", b"\x02", b"\x03", b"\x04", b"\x05") and head[2:3] == b"\x01" \
+            and head[3:4] in (b"\x01", b"\x02", b"\x04", b"\x08"):
+        return "pcx"
+    match = _PNM.match(head)
+    if match:
+        return _PNM_KIND[match.group(1)]
+    if _XBM.match(head):
+        return "xbm"
+    if _is_tga_header(head):
+        return "tga"
     return None
+
+
+def _is_tga_header(head: bytes) -> bool:
+    """A TGA header: TGA has no magic at its start, so every field must be one a TGA can hold."""
+    if len(head) < 18:
+        return False
+    id_length, colormap, kind = head[0], head[1], head[2]
+    width, height = int.from_bytes(head[12:14], "little"), int.from_bytes(head[14:16], "little")
+    depth, descriptor = head[16], head[17]
+    if colormap not in (0, 1) or kind not in (1, 2, 3, 9, 10, 11) or depth not in (8, 15, 16, 24, 32):
+        return False
+    if (kind in (1, 9)) != (colormap == 1) or descriptor & 0xC0 or not (width and height):
+        return False
+    if colormap == 0 and head[3:8] != bytes(5):
+        return False
+    return id_length < 255 and width <= 65535 and height <= 65535
 
 
 def _is_sfnt(head: bytes) -> bool:

@@ -22,6 +22,9 @@ MAGIC: dict[str, tuple[int, bytes]] = {
     "bmp": (0, b"BM"),
     "ico": (0, b"\x00\x00\x01\x00"),
     "pdf": (0, b"%PDF-"),
+    "jxl": (0, b"\xff\x0a"),  # a bare codestream; the container is checked in has_magic
+    "jp2": (4, b"jP  "),
+    "qoi": (0, b"qoif"),
 }
 
 
@@ -32,6 +35,8 @@ def has_magic(path: Path, fmt: str) -> bool:
         return head[4:11] == magic
     if fmt == "tiff":
         return head[:4] in (b"II*\x00", b"MM\x00*")
+    if fmt == "jxl":
+        return head[:2] == magic or head[4:8] == b"JXL "
     return head[offset : offset + len(magic)] == magic
 
 
@@ -64,6 +69,10 @@ def write_image(path: Path, fmt: str, size: tuple[int, int] = (64, 48), *, alpha
     image = with_alpha(size) if alpha else photo(size)
     if fmt == "jpg" or (fmt == "bmp" and not alpha):
         image = image.convert("RGB")
+    image = image.convert({"xbm": "1", "pbm": "1", "pgm": "L", "ppm": "RGB", "pcx": "RGB", "sgi": "RGB"}.get(
+        fmt, image.mode))
+    if fmt == "icns":  # icons are square
+        image = image.resize((max(size), max(size)))
     options = {"quality": 90} if fmt in ("jpg", "webp", "avif", "heic") else {}
     if fmt == "ico":
         options = {"sizes": [(min(size), min(size))]}

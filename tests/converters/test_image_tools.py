@@ -15,10 +15,12 @@ from converters.engines.pictures import register_plugins
 from tests.converters import image_samples as samples_mod
 from tests.converters.runtool import run_tool
 
-FORMATS = ["png", "jpg", "webp", "avif", "heic", "tiff", "bmp", "gif", "ico"]
+FORMATS = ["png", "jpg", "webp", "avif", "heic", "tiff", "bmp", "gif", "ico", "jxl", "jp2", "qoi"]  # written
+READ_ONLY = ["tga", "dds", "pcx", "icns", "sgi", "xbm", "ppm", "pgm", "pbm"]  # read, and written as PNG by "keep"
+SOURCES = FORMATS + READ_ONLY
 PIL_FORMAT = {
     "png": "PNG", "jpg": "JPEG", "webp": "WEBP", "avif": "AVIF", "heic": "HEIF",
-    "tiff": "TIFF", "bmp": "BMP", "gif": "GIF", "ico": "ICO",
+    "tiff": "TIFF", "bmp": "BMP", "gif": "GIF", "ico": "ICO", "jxl": "JXL", "jp2": "JPEG2000", "qoi": "QOI",
 }
 IMAGE_TOOLS = ["image-convert", "image-resize", "image-compress", "image-rotate"]
 SIZE = (64, 48)
@@ -30,7 +32,7 @@ ORIENTATION = 0x0112
 def samples(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Read-only inputs shared by the module; every test writes its outputs under its own tmp_path."""
     folder = tmp_path_factory.mktemp("image-samples")
-    for fmt in FORMATS:
+    for fmt in SOURCES:
         samples_mod.write_image(folder / f"photo.{fmt}", fmt, SIZE)
     samples_mod.write_image(folder / "alpha.png", "png", SIZE, alpha=True)
     samples_mod.write_image(folder / "big.jpg", "jpg", (800, 600))
@@ -53,7 +55,7 @@ def read(path: Path, fmt: str) -> Image.Image:
 
 
 def input_size(path: Path) -> tuple[int, int]:
-    register_plugins("heic")
+    register_plugins(None)
     with Image.open(path) as image:
         return image.size
 
@@ -65,7 +67,7 @@ def test_every_image_tool_is_in_the_catalogue_under_images() -> None:
     for tool_id in IMAGE_TOOLS:
         tool = load_catalogue().get(tool_id)
         assert tool is not None and tool.category == "images" and tool.available()
-        assert set(tool.accepts) == set(FORMATS)
+        assert set(tool.accepts) == set(SOURCES)
 
 
 def test_image_param_schemas_use_camel_case() -> None:
@@ -92,7 +94,7 @@ def test_format_keeping_tools_default_to_keep() -> None:
 
 
 @pytest.mark.parametrize("target", FORMATS)
-@pytest.mark.parametrize("source", FORMATS)
+@pytest.mark.parametrize("source", SOURCES)
 def test_convert_writes_the_target_format_at_the_same_size(
     samples: Path, tmp_path: Path, source: str, target: str
 ) -> None:
@@ -102,10 +104,56 @@ def test_convert_writes_the_target_format_at_the_same_size(
     width, height = input_size(path)
     with read(output, target) as image:
         if target == "ico":
-            assert image.size == (max(width, height),) * 2  # padded square
+            assert image.size == (min(256, max(width, height)),) * 2  # padded square; ICO stops at 256
         else:
             assert image.size == (width, height)
         image.load()
+
+
+@pytest.mark.parametrize("source", READ_ONLY)
+def test_keep_writes_a_format_the_tools_only_read_as_png(samples: Path, tmp_path: Path, source: str) -> None:
+    path = samples / f"photo.{source}"
+    [output] = run_tool("image-resize", [path], tmp_path, {"percent": 50}).outputs
+    assert output.name == "photo.png"
+    width, height = input_size(path)
+    with read(output, "png") as image:
+        assert image.size == (round(width / 2), round(height / 2))
+
+
+# Real files from the libraries' own test suites (their source distributions): (project, files).
+REAL_WORLD = {fmt: ("pillow", f"*/Tests/images/*.{fmt}")
+              for fmt in ("tga", "dds", "pcx", "icns", "sgi", "jp2", "qoi", "xbm", "ppm", "pgm")}
+REAL_WORLD["jxl"] = ("pillow-jxl-plugin", "*.jxl")
+
+
+@pytest.mark.parametrize("fmt", sorted(REAL_WORLD))
+def test_real_world_files_of_each_format_convert_to_png(tmp_path: Path, fmt: str) -> None:
+    """The libraries' own test images: those that sniff as the format convert."""
+    import importlib.metadata
+
+    from converters.inputs.sniff import sniff
+    from tests.samples_cache import sdist_files
+
+    project, pattern = REAL_WORLD[fmt]
+    found = [f for f in sdist_files(project, importlib.metadata.version(project), pattern) if sniff(f, f.name) == fmt]
+    # fuzzer finds are kept on purpose: they must fail cleanly (damaged_input / input_too_large), not count
+    files = [f for f in found if not f.name.startswith(("crash", "oom", "timeout"))]
+    for number, path in enumerate(set(found) - set(files)):
+        with pytest.raises(ConversionError) as caught:
+            run_tool("image-convert", [path], tmp_path / f"fuzz{number}", output_format="png")
+        assert caught.value.code in ("damaged_input", "input_too_large"), (path.name, caught.value)
+    assert files, fmt
+    converted = 0
+    for number, path in enumerate(files):
+        try:
+            [output] = run_tool("image-convert", [path], tmp_path / str(number), output_format="png").outputs
+        except ConversionError as exc:  # Pillow's suite keeps broken and oversized files on purpose
+            assert exc.code in ("damaged_input", "input_too_large"), (path.name, exc)
+            continue
+        with read(output, "png") as image:
+            assert image.size == input_size(path)
+        converted += 1
+    assert converted >= max(1, len(files) // 2), f"{converted} of {len(files)} {fmt} files converted"
 
 
 def test_convert_alpha_to_jpeg_uses_the_background(samples: Path, tmp_path: Path) -> None:

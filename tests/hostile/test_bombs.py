@@ -30,6 +30,25 @@ def gif_screen_bomb() -> bytes:
     return header + frame + b"\x3b"
 
 
+def tga_header_bomb() -> bytes:
+    """An uncompressed 24-bit TGA claiming 65535 x 65535 pixels, with a few bytes of pixels."""
+    return struct.pack("<BBBHHBHHHHBB", 0, 0, 2, 0, 0, 0, 0, 0, 65535, 65535, 24, 0x20) + bytes(64)
+
+
+def qoi_header_bomb() -> bytes:
+    """A QOI header claiming 100 000 x 100 000 RGBA pixels."""
+    return b"qoif" + struct.pack(">IIBB", 100_000, 100_000, 4, 0) + bytes(64) + b"\x00" * 7 + b"\x01"
+
+
+def ppm_header_bomb() -> bytes:
+    return b"P6\n60000 60000\n255\n" + bytes(64)
+
+
+def sgi_header_bomb() -> bytes:
+    """An SGI (RLE off) image of 3 channels, 65535 x 65535."""
+    return struct.pack(">hBBHHHH", 474, 0, 1, 3, 65535, 65535, 3) + bytes(500)
+
+
 def huge_page_pdf() -> bytes:
     import pymupdf
 
@@ -44,6 +63,10 @@ def huge_page_pdf() -> bytes:
     ("bomb.png", png_header_bomb, "image-convert", {}),
     ("screen.gif", gif_screen_bomb, "image-convert", {}),
     ("poster.pdf", huge_page_pdf, "pdf-to-image", {"dpi": 600}),
+    ("bomb.tga", tga_header_bomb, "image-convert", {}),
+    ("bomb.qoi", qoi_header_bomb, "image-resize", {"percent": 50}),
+    ("bomb.ppm", ppm_header_bomb, "image-to-pdf", {}),
+    ("bomb.sgi", sgi_header_bomb, "image-convert", {}),
 ])
 def test_pixel_bombs_are_refused_at_job_creation(client: httpx.Client, name: str, make: object, tool: str,
                                                  params: dict[str, object]) -> None:

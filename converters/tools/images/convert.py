@@ -27,6 +27,8 @@ from converters.engines.pictures import (
     IMAGE_FORMATS,
     PILLOW,
     PILLOW_HEIF,
+    PILLOW_JXL,
+    WRITABLE_FORMATS,
     Picture,
     encode,
     load_picture,
@@ -59,8 +61,8 @@ class ImageTool(Tool):
 
     category: ClassVar[str] = "images"
     accepts: ClassVar[tuple[str, ...]] = IMAGE_FORMATS
-    produces: ClassVar[tuple[str, ...]] = IMAGE_FORMATS
-    engines: ClassVar[tuple[Engine, ...]] = (PILLOW, PILLOW_HEIF)
+    produces: ClassVar[tuple[str, ...]] = WRITABLE_FORMATS
+    engines: ClassVar[tuple[Engine, ...]] = (PILLOW, PILLOW_HEIF, PILLOW_JXL)
     max_input_size_bytes: ClassVar[int] = 1000**3
 
     def unavailable_reason(self, env: ToolEnv | None = None) -> str | None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, model_validator
 
 from converters.base import Context, ConversionError, InputFile, scaled
-from converters.engines.pictures import IMAGE_FORMATS, LOSSY, Picture, encode, has_alpha
+from converters.engines.pictures import LOSSY, WRITABLE_FORMATS, Picture, encode, has_alpha
 from converters.tools.images.convert import ImageParams, ImageTool, write_output
 
 if TYPE_CHECKING:
@@ -32,12 +32,15 @@ MORE_EFFORT: dict[str, dict[str, Any]] = {
 
 
 def output_format(ctx: Context, source: InputFile) -> str:
+    """The format to write: the job's, or with ``keep`` the input's own (PNG for one the tools only read)."""
     fmt = ctx.output_format
-    return source.format if fmt == KEEP else fmt
+    if fmt != KEEP:
+        return fmt
+    return source.format if source.format in WRITABLE_FORMATS else "png"
 
 
 class FormatKeepingTool(ImageTool):
-    produces = (KEEP, *IMAGE_FORMATS)
+    produces = (KEEP, *WRITABLE_FORMATS)
 
 
 def map_frames(picture: Picture, change: Callable[[Image.Image], Image.Image], ctx: Context) -> None:
