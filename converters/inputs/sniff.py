@@ -40,6 +40,9 @@ MIME_TYPES: dict[str, str] = {
     "mpeg": "video/mpeg", "flv": "video/x-flv", "wmv": "video/x-ms-wmv", "3gp": "video/3gpp",
     "m4v": "video/x-m4v", "html": "text/html", "txt": "text/plain", "md": "text/markdown",
     "csv": "text/csv", "rst": "text/x-rst", "json": "application/json", "xml": "application/xml",
+    "ts": "video/mp2t", "ogv": "video/ogg", "mxf": "application/mxf", "dv": "video/dv", "h264": "video/h264",
+    "hevc": "video/h265", "amr": "audio/amr", "ac3": "audio/ac3", "eac3": "audio/eac3", "dts": "audio/vnd.dts",
+    "ape": "audio/x-ape", "wv": "audio/x-wavpack", "caf": "audio/x-caf",
     "jxl": "image/jxl", "jp2": "image/jp2", "qoi": "image/qoi", "tga": "image/x-tga", "dds": "image/vnd.ms-dds",
     "pcx": "image/vnd.zbrush.pcx", "icns": "image/icns", "sgi": "image/sgi", "xbm": "image/x-xbitmap",
     "ppm": "image/x-portable-pixmap", "pgm": "image/x-portable-graymap", "pbm": "image/x-portable-bitmap",
@@ -158,6 +161,8 @@ def sniff_bytes(head: bytes) -> str | None:  # noqa: C901 - a flat table of sign
     if head[:4] == b"fLaC":
         return "flac"
     if head[:4] == b"OggS":
+        if b"\x80theora" in head[:128]:
+            return "ogv"
         return "opus" if b"OpusHead" in head[:64] else "ogg"
     if len(head) > 1 and head[0] == 0xFF and head[1] & 0xF6 == 0xF0:
         return "aac"  # ADTS: an MPEG sync word whose layer bits are 00 (the branch below never sees it)
@@ -173,6 +178,9 @@ def sniff_bytes(head: bytes) -> str | None:  # noqa: C901 - a flat table of sign
         return "flv"
     if head[:4] in (b"\x00\x00\x01\xba", b"\x00\x00\x01\xb3"):
         return "mpeg"
+    media = _sniff_media(head)
+    if media is not None:
+        return media
     if head[60:68] in (b"BOOKMOBI", b"TEXtREAd"):
         return "mobi"
     if _is_pkcs12(head):
@@ -200,6 +208,36 @@ def sniff_bytes(head: bytes) -> str | None:  # noqa: C901 - a flat table of sign
     if head[:4] == b"wOF2":
         return "woff2"
     return _sniff_image(head)
+
+
+def _sniff_media(head: bytes) -> str | None:  # noqa: C901 - a flat table of signatures
+    """Audio and video containers and elementary streams beyond the common ones."""
+    if len(head) > 376 and head[0] == head[188] == head[376] == 0x47:
+        return "ts"  # MPEG transport stream: a sync byte every 188 bytes
+    if len(head) > 388 and head[4] == head[196] == head[388] == 0x47:
+        return "ts"  # M2TS (Blu-ray, AVCHD .mts): 192-byte packets, a 4-byte time code before each
+    if head[:11] == bytes.fromhex("060e2b34020501010d0102"):
+        return "mxf"  # a SMPTE partition pack key
+    if head[:3] == b"\x1f\x07\x00" and head[3:4] in (b"\x3f", b"\xbf"):
+        return "dv"  # a DIF header block, 525/60 or 625/50
+    if head.startswith((b"#!AMR\n", b"#!AMR-WB\n")):
+        return "amr"
+    if head[:2] == b"\x0b\x77" and len(head) > 5:
+        return "eac3" if head[5] >> 3 > 10 else "ac3"  # the bitstream id tells E-AC-3 (11-16) from AC-3
+    if head[:4] in (b"\x7f\xfe\x80\x01", b"\xfe\x7f\x01\x80", b"\x1f\xff\xe8\x00", b"\xff\x1f\x00\xe8"):
+        return "dts"
+    if head[:4] == b"MAC ":
+        return "ape"
+    if head[:4] == b"wvpk":
+        return "wv"
+    if head[:4] == b"caff":
+        return "caf"
+    if head[:4] == b"\x00\x00\x00\x01" and len(head) > 5:
+        if head[4] & 0x9F in (0x07, 0x09) and head[4] & 0x80 == 0:
+            return "h264"  # starts with a sequence parameter set or an access unit delimiter
+        if head[5] == 0x01 and (head[4] >> 1) & 0x3F in (32, 35) and head[4] & 0x81 == 0:
+            return "hevc"  # a video parameter set or an access unit delimiter
+    return None
 
 
 def _sniff_image(head: bytes) -> str | None:  # noqa: C901 - a flat table of signatures

@@ -25,6 +25,11 @@ AUDIO_WRITERS: dict[str, tuple[str, str, int, dict[str, str]]] = {
     "aiff": ("aiff", "pcm_s16be", 44100, {}),
     "wma": ("asf", "wmav2", 44100, {}),
     "webm": ("webm", "libopus", 48000, {}),
+    "amr": ("amr", "libopencore_amrnb", 8000, {}),  # mono only
+    "ac3": ("ac3", "ac3", 48000, {}),
+    "eac3": ("eac3", "eac3", 48000, {}),
+    "wv": ("wv", "wavpack", 44100, {}),
+    "caf": ("caf", "alac", 44100, {}),
 }
 
 # format id -> (muxer, video encoder, audio encoder, audio rate, muxer options)
@@ -39,6 +44,12 @@ CLIP_WRITERS: dict[str, tuple[str, str, str, int, dict[str, str]]] = {
     "wmv": ("asf", "wmv2", "wmav2", 44100, {}),
     "3gp": ("3gp", "libx264", "aac", 44100, {}),
     "m4v": ("mp4", "libx264", "aac", 44100, {"brand": "M4V "}),
+    "ts": ("mpegts", "libx264", "aac", 44100, {}),
+    "m2ts": ("mpegts", "libx264", "aac", 44100, {"mpegts_m2ts_mode": "1"}),
+    "mxf": ("mxf", "mpeg2video", "pcm_s16le", 48000, {}),
+    "dv": ("dv", "dvvideo", "pcm_s16le", 48000, {}),  # 720x576 at 25 fps (PAL) only
+    "h264": ("h264", "libx264", "", 0, {}),  # elementary streams: video only
+    "hevc": ("hevc", "libx265", "", 0, {}),
 }
 
 BARS = np.array(
@@ -90,8 +101,10 @@ def write_audio(
     with av.open(str(path), "w", format=muxer) as out:
         stream = out.add_stream(codec, rate=rate, options=dict(options))
         stream.layout = "mono" if channels == 1 else "stereo"
-        if codec in ("wmav2", "aac", "libmp3lame", "libopus", "vorbis"):
+        if codec in ("wmav2", "aac", "libmp3lame", "libopus", "vorbis", "ac3", "eac3"):
             stream.bit_rate = 128_000
+        if codec == "libopencore_amrnb":
+            stream.bit_rate = 12_200
         _encode_audio(out, stream, samples, rate)
     return path
 
@@ -137,10 +150,11 @@ def write_clip(
             if sar:
                 vstream.codec_context.sample_aspect_ratio = sar
         astream = None
-        if audio:
+        if audio and acodec:
             astream = out.add_stream(acodec, rate=rate)
             astream.layout = "stereo"
-            astream.bit_rate = 128_000
+            if not acodec.startswith("pcm_"):
+                astream.bit_rate = 128_000
         if vstream is not None:
             flash_index = round(flash_at * fps) if flash_at is not None else -1
             for i in range(int(seconds * fps)):
@@ -201,6 +215,8 @@ def probe(path: Path) -> MediaInfo:
             spans[index] = (min(low, begin), max(high, end))
         streams = []
         for s in container.streams:
+            if s.type not in ("audio", "video"):
+                continue  # data streams such as a timecode track
             low, high = spans.get(s.index, (0.0, 0.0))
             length = high - max(low, 0.0)
             info = StreamInfo(

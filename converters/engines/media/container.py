@@ -36,8 +36,10 @@ PYAV = Engine(
     install_hint="Install it with `pip install av` (FFmpeg's libraries come inside the wheel).",
 )
 
-AUDIO_FORMATS = ("mp3", "wav", "flac", "ogg", "opus", "m4a", "aac", "aiff", "wma", "webm")
-VIDEO_FORMATS = ("mp4", "mov", "mkv", "webm", "avi", "m4v", "mpeg", "flv", "wmv", "3gp")
+AUDIO_FORMATS = ("mp3", "wav", "flac", "ogg", "opus", "m4a", "aac", "aiff", "wma", "webm",
+                 "amr", "ac3", "eac3", "dts", "ape", "wv", "caf")
+VIDEO_FORMATS = ("mp4", "mov", "mkv", "webm", "avi", "m4v", "mpeg", "flv", "wmv", "3gp",
+                 "ts", "ogv", "mxf", "dv", "h264", "hevc")
 # Everything sniff.py can name that PyAV opens as media; playlists (m3u8, ffconcat) are deliberately absent.
 MEDIA_FORMATS = tuple(dict.fromkeys(AUDIO_FORMATS + VIDEO_FORMATS))
 
@@ -46,6 +48,8 @@ MEDIA_FORMATS = tuple(dict.fromkeys(AUDIO_FORMATS + VIDEO_FORMATS))
 ALLOWED_DEMUXERS = frozenset({
     "mov", "matroska", "webm", "avi", "asf", "flv", "mpeg", "mpegts", "mpegvideo",
     "mp3", "wav", "w64", "flac", "ogg", "aac", "aiff",
+    # single-file containers and elementary streams (MXF's demuxer does not open external essence files)
+    "mxf", "dv", "amr", "amrnb", "amrwb", "ac3", "eac3", "dts", "ape", "wv", "caf", "h264", "hevc",
 })
 
 _PLAYLIST_MARKERS = (b"#extm3u", b"ffconcat", b"#ext-x-", b"<mpd", b"[playlist]")

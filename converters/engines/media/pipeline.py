@@ -293,14 +293,36 @@ class Transcoder:
         self._stream = stream
         self._encoder = encoder
         self._errors = errors
+        self._step = 0  # a packet's duration, in the stream's time base
+        self._next = 0
 
     def packet(self, packet: Packet) -> int:
-        return sum(self._encoder.push(frame) for frame in decode(self._stream, packet, self._errors))
+        if packet.duration:
+            self._step = int(packet.duration)
+        return sum(self._encoder.push(self._stamped(frame)) for frame in decode(self._stream, packet, self._errors))
 
     def flush(self) -> int:
         # Reading may have stopped early (past the trim end): drain the decoder too.
-        count = sum(self._encoder.push(frame) for frame in decode(self._stream, None, self._errors))
+        count = sum(self._encoder.push(self._stamped(frame)) for frame in decode(self._stream, None, self._errors))
         return count + self._encoder.flush()
+
+    def _stamped(self, frame: Any) -> Any:
+        """Give a frame without a timestamp the one that follows its predecessor.
+
+        Elementary streams (raw H.264, HEVC) carry no timestamps at all: their frames come out of the
+        decoder in presentation order, a packet's duration apart. Decoders that cut one packet into
+        several frames (Monkey's Audio) stamp only the first: the next starts where the last one's
+        samples end.
+        """
+        samples = int(getattr(frame, "samples", 0) or 0)
+        time_base = frame.time_base or self._stream.time_base
+        step = round(samples / frame.sample_rate / time_base) if samples and time_base else self._step
+        if frame.pts is None and step:
+            frame.pts = self._next
+            frame.time_base = time_base
+        if frame.pts is not None:
+            self._next = frame.pts + step
+        return frame
 
 
 def run_streams(
