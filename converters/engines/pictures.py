@@ -35,7 +35,8 @@ PILLOW_HEIF = Engine(
 # What the image tools write; they read these and the formats after them, which Pillow decodes but
 # nobody needs made anew (a TGA or PCX becomes a PNG when the output is "keep").
 WRITABLE_FORMATS = ("png", "jpg", "webp", "avif", "heic", "tiff", "bmp", "gif", "ico", "jxl", "jp2", "qoi")
-READ_ONLY_FORMATS = ("tga", "dds", "pcx", "icns", "sgi", "xbm", "ppm", "pgm", "pbm")
+READ_ONLY_FORMATS = ("tga", "dds", "pcx", "icns", "sgi", "xbm", "ppm", "pgm", "pbm", "svg", "svgz")
+VECTOR_FORMATS = ("svg", "svgz")  # rendered by resvg at their own size (96 dpi) before any tool sees pixels
 IMAGE_FORMATS = WRITABLE_FORMATS + READ_ONLY_FORMATS
 ANIMATED = frozenset({"gif", "webp", "png", "avif"})  # both ends must be one of these to keep the animation
 LOSSY = frozenset({"jpg", "webp", "avif", "heic", "jxl"})
@@ -93,6 +94,8 @@ def open_image(path: Path, fmt: str, limit: int) -> Image.Image:
 
     from PIL import Image, UnidentifiedImageError
 
+    if fmt in VECTOR_FORMATS:
+        return svg_image(path, fmt, limit)
     register_plugins(fmt)
     # Pillow checks for bombs in open() only; for that call its limit follows ours (it errors at twice
     # the limit, we refuse at the limit), then the process-wide value is put back for other code.
@@ -119,11 +122,29 @@ def open_image(path: Path, fmt: str, limit: int) -> Image.Image:
     return image
 
 
+def svg_image(path: Path, fmt: str, limit: int) -> Image.Image:
+    """An SVG rendered at its own size, outside references removed first (see :mod:`converters.engines.vectors`)."""
+    import io
+
+    from PIL import Image
+
+    from converters.engines import vectors
+
+    root, _ = vectors.sanitise(vectors.read_svg(path, fmt))
+    size = vectors.pixel_size(vectors.natural_size(root), None, None, limit)
+    return Image.open(io.BytesIO(vectors.render_png(vectors.markup(root), size)))
+
+
 def precheck_images(inputs: Sequence[InputFile], env: ToolEnv | None) -> None:
     """At job creation: read each image's header only, refusing bombs and unreadable files."""
+    from converters.engines import vectors
+
     limit = pixel_limit(env)
     for source in inputs:
-        if source.format in IMAGE_FORMATS:
+        if source.format in VECTOR_FORMATS:  # parsed and measured, not rendered, in the API's process
+            root, _ = vectors.sanitise(vectors.read_svg(source.path, source.format))
+            vectors.pixel_size(vectors.natural_size(root), None, None, limit)
+        elif source.format in IMAGE_FORMATS:
             open_image(source.path, source.format, limit).close()
 
 

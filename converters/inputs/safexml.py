@@ -36,9 +36,22 @@ def _undefined(name: str, is_parameter_entity: bool) -> None:
     raise ElementTree.ParseError(f"undefined entity &{name};")
 
 
-def _parser() -> pyexpat.XMLParserType:
+FLAT_ENTITY_MAX = 4096  # characters of one flat entity's text
+
+
+def _flat_only(name: str, is_parameter: int, value: str | None, *_: object) -> None:
+    """Let an entity through only when it is plain text: internal, short, naming no other entity.
+
+    Adobe Illustrator writes its namespaces as such entities (``<!ENTITY ns_svg "http://...">``); without
+    references inside one another they expand at most linearly, never exponentially.
+    """
+    if is_parameter or value is None or "&" in value or "%" in value or len(value) > FLAT_ENTITY_MAX:
+        _refuse()
+
+
+def _parser(flat_entities: bool = False) -> pyexpat.XMLParserType:
     parser = pyexpat.ParserCreate(namespace_separator="}")
-    parser.EntityDeclHandler = _refuse
+    parser.EntityDeclHandler = _flat_only if flat_entities else _refuse
     parser.UnparsedEntityDeclHandler = _refuse
     parser.SkippedEntityHandler = _undefined
     return parser
@@ -57,9 +70,9 @@ def _name(name: str) -> str:
     return "{" + name if "}" in name else name  # expat says "uri}local", ElementTree "{uri}local"
 
 
-def _tree(chunks: Iterable[bytes]) -> ElementTree.Element:
+def _tree(chunks: Iterable[bytes], flat_entities: bool = False) -> ElementTree.Element:
     builder = ElementTree.TreeBuilder()
-    parser = _parser()
+    parser = _parser(flat_entities)
     parser.buffer_text = True
 
     def start(tag: str, attrib: dict[str, str]) -> None:
@@ -75,9 +88,9 @@ def _tree(chunks: Iterable[bytes]) -> ElementTree.Element:
     return builder.close()
 
 
-def fromstring(data: bytes) -> ElementTree.Element:
-    """``ElementTree.fromstring`` for untrusted bytes."""
-    return _tree(data[i : i + CHUNK] for i in range(0, len(data), CHUNK))
+def fromstring(data: bytes, *, flat_entities: bool = False) -> ElementTree.Element:
+    """``ElementTree.fromstring`` for untrusted bytes; ``flat_entities`` admits plain-text internal entities."""
+    return _tree((data[i : i + CHUNK] for i in range(0, len(data), CHUNK)), flat_entities)
 
 
 def parse(path: Path) -> ElementTree.Element:

@@ -20,7 +20,7 @@ HEAD = 4096
 MIME_TYPES: dict[str, str] = {
     "png": "image/png", "jpg": "image/jpeg", "gif": "image/gif", "webp": "image/webp",
     "avif": "image/avif", "heic": "image/heic", "tiff": "image/tiff", "bmp": "image/bmp",
-    "ico": "image/vnd.microsoft.icon", "svg": "image/svg+xml", "pdf": "application/pdf",
+    "ico": "image/vnd.microsoft.icon", "svg": "image/svg+xml", "svgz": "image/svg+xml", "pdf": "application/pdf",
     "ps": "application/postscript", "zip": "application/zip",
     "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
     "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
@@ -99,7 +99,10 @@ def sniff(path: Path, name: str = "") -> str | None:
     if fmt == "zip":
         return _sniff_zip(path)
     if fmt in _COMPRESSED:
-        return _COMPRESSED[fmt] if _holds_tar(head, fmt) else fmt
+        inner = _inflated_head(head, fmt)
+        if fmt == "gz" and b"<svg" in inner.lower():
+            return "svgz"
+        return _COMPRESSED[fmt] if inner[_TAR_MAGIC_AT:_TAR_MAGIC_AT + 5] == b"ustar" else fmt
     if fmt == "ole":
         return _sniff_ole(name)
     if fmt is None:
@@ -292,10 +295,10 @@ def _is_sfnt(head: bytes) -> bool:
     return all(all(32 <= c < 127 for c in tag) for tag in tags)
 
 
-def _holds_tar(head: bytes, fmt: str) -> bool:
-    """Whether the compressed stream starting with ``head`` opens with a tar header (at most 4 KB inflated,
-    from the 4 KB read: a bomb cannot make this expensive)."""
-    want = _TAR_MAGIC_AT + 5
+def _inflated_head(head: bytes, fmt: str) -> bytes:
+    """The first bytes the compressed stream starting with ``head`` inflates to: enough for a tar header or
+    an SVG's root element, from the 4 KB already read (a bomb cannot make this expensive)."""
+    want = 1024
     try:
         if fmt == "gz":
             inner = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, want)
@@ -306,8 +309,8 @@ def _holds_tar(head: bytes, fmt: str) -> bool:
         else:
             inner = _zstd_head(head, want)
     except (zlib.error, OSError, EOFError, lzma.LZMAError, ValueError):
-        return False
-    return inner[_TAR_MAGIC_AT:want] == b"ustar"
+        return b""
+    return bytes(inner)
 
 
 def _zstd_head(head: bytes, want: int) -> bytes:

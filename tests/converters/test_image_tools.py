@@ -67,7 +67,7 @@ def test_every_image_tool_is_in_the_catalogue_under_images() -> None:
     for tool_id in IMAGE_TOOLS:
         tool = load_catalogue().get(tool_id)
         assert tool is not None and tool.category == "images" and tool.available()
-        assert set(tool.accepts) == set(SOURCES)
+        assert set(tool.accepts) == set(SOURCES) | {"svg", "svgz"}  # SVG: tests/converters/test_vector_tools.py
 
 
 def test_image_param_schemas_use_camel_case() -> None:

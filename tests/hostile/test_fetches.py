@@ -441,3 +441,70 @@ def test_markup_tools_still_convert_after_the_hostile_files(client: httpx.Client
         job = run_job(client, tool, ref["id"], fmt)
         assert job["status"] == "DONE", job
         assert any(b"First heading" in p for name, data in downloads(client, job) for p in readable_parts(name, data))
+
+
+# -- SVG: linked images, stylesheets, sprites and scripts ----------------------------------------------------
+
+
+def hostile_svg(canaries: Canaries, listener: Listener) -> bytes:
+    """A white SVG that links the canary image (as a file: URI and as a bare path), a remote image, a remote
+    sprite and remote stylesheets; only the text "kept" is its own."""
+    local = canaries.image.resolve()
+    return (
+        '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="200" height="100">'
+        f'<style>@import url({listener.url}/style.css); rect.paint {{ fill: url({listener.url}/paint.svg#p) }}</style>'
+        '<rect width="200" height="100" fill="#ffffff"/><rect class="paint" width="20" height="20"/>'
+        f'<image xlink:href="{local.as_uri()}" width="123" height="45"/>'
+        f'<image href="{local}" x="70" y="50" width="123" height="45"/>'
+        f'<image href="{listener.url}/remote.png" width="50" height="50"/>'
+        f'<use href="{listener.url}/sprite.svg#icon"/><script href="{listener.url}/run.js"/>'
+        '<text x="10" y="90" font-size="12">kept</text></svg>'
+    ).encode()
+
+
+def canary_green(parts: list[bytes]) -> bool:
+    """Whether any picture among ``parts`` (or any PDF page, rendered) shows the canary's pure green."""
+    for part in parts:
+        pictures = []
+        if part[:5] == b"%PDF-":
+            with pymupdf.open(stream=part, filetype="pdf") as doc:
+                pictures = [Image.open(io.BytesIO(page.get_pixmap(dpi=72).tobytes("png"))) for page in doc]
+        else:
+            try:
+                pictures = [Image.open(io.BytesIO(part))]
+            except (UnidentifiedImageError, OSError, ValueError):
+                continue
+        for picture in pictures:
+            colours = picture.convert("RGB").getcolors(maxcolors=1 << 20) or []
+            if any(rgb == (0, 255, 0) for _, rgb in colours):
+                return True
+    return False
+
+
+@pytest.mark.parametrize(("tool", "fmt"), [("image-convert", "png"), ("vector-convert", "png"),
+                                           ("vector-convert", "pdf"), ("vector-convert", "svg")])
+def test_svg_references_are_never_followed(client: httpx.Client, canaries: Canaries, listener: Listener,
+                                           tool: str, fmt: str) -> None:
+    import gzip
+
+    svg = hostile_svg(canaries, listener)
+    for name, data in (("hostile.svg", svg), ("hostile.svgz", gzip.compress(svg))):
+        job = run_job(client, tool, upload(client, name, data)["id"], fmt)
+        assert job["status"] == "DONE", job
+        parts = assert_nothing_leaked(client, job, canaries)
+        assert not canary_green(parts), f"the linked canary image was drawn by {tool} -> {fmt}"
+        if fmt == "svg":
+            text = parts[0].decode("utf-8")
+            assert "kept" in text and "127.0.0.1" not in text and str(canaries.image) not in text
+
+
+def test_svg_entity_bombs_are_refused_at_job_creation(client: httpx.Client) -> None:
+    laughs = ('<?xml version="1.0"?><!DOCTYPE svg [<!ENTITY a "lol"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;">'
+              '<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;">]><svg xmlns="http://www.w3.org/2000/svg"><text>&c;</text></svg>')
+    external = ('<?xml version="1.0"?><!DOCTYPE svg [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+                '<svg xmlns="http://www.w3.org/2000/svg"><text>&x;</text></svg>')
+    huge = '<svg xmlns="http://www.w3.org/2000/svg" width="100000" height="100000"><rect width="1" height="1"/></svg>'
+    for body, code in ((laughs, "unsafe_input"), (external, "unsafe_input"), (huge, "input_too_large")):
+        ref = upload(client, "bomb.svg", body.encode())
+        assert_problem(create(client, "vector-convert", ref["id"], "png"), 422, code)
+        assert_problem(create(client, "image-convert", ref["id"], "png"), 422, code)
