@@ -35,7 +35,7 @@ PILLOW_HEIF = Engine(
 # What the image tools write; they read these and the formats after them, which Pillow decodes but
 # nobody needs made anew (a TGA or PCX becomes a PNG when the output is "keep").
 WRITABLE_FORMATS = ("png", "jpg", "webp", "avif", "heic", "tiff", "bmp", "gif", "ico", "jxl", "jp2", "qoi")
-READ_ONLY_FORMATS = ("tga", "dds", "pcx", "icns", "sgi", "xbm", "ppm", "pgm", "pbm", "svg", "svgz")
+READ_ONLY_FORMATS = ("tga", "dds", "pcx", "icns", "sgi", "xbm", "ppm", "pgm", "pbm", "psd", "svg", "svgz")
 VECTOR_FORMATS = ("svg", "svgz")  # rendered by resvg at their own size (96 dpi) before any tool sees pixels
 IMAGE_FORMATS = WRITABLE_FORMATS + READ_ONLY_FORMATS
 ANIMATED = frozenset({"gif", "webp", "png", "avif"})  # both ends must be one of these to keep the animation
@@ -44,8 +44,9 @@ PIL_NAMES = {
     "png": "PNG", "jpg": "JPEG", "webp": "WEBP", "avif": "AVIF", "heic": "HEIF",
     "tiff": "TIFF", "bmp": "BMP", "gif": "GIF", "ico": "ICO", "jxl": "JXL", "jp2": "JPEG2000", "qoi": "QOI",
     "tga": "TGA", "dds": "DDS", "pcx": "PCX", "icns": "ICNS", "sgi": "SGI", "xbm": "XBM", "ppm": "PPM",
-    "pgm": "PPM", "pbm": "PPM",
+    "pgm": "PPM", "pbm": "PPM", "psd": "PSD",
 }
+LAYERED = frozenset({"psd"})  # their frames are layers: the picture is the flattened composite alone
 ICO_SIZES = (16, 24, 32, 48, 64, 128, 256)
 ANIMATION_PIXEL_FACTOR = 4  # all frames of an animation together may hold 4x the single-image limit
 # TIFF's own layout (size, strips, compression ...) shows up in getexif() of a TIFF; never carry it over.
@@ -115,7 +116,11 @@ def open_image(path: Path, fmt: str, limit: int) -> Image.Image:
     if width * height > limit:
         image.close()
         raise too_large("The image", width * height, limit)
-    frames = getattr(image, "n_frames", 1)
+    try:  # some plugins read their frame (or layer) table only when asked
+        frames = 1 if fmt in LAYERED else getattr(image, "n_frames", 1)
+    except (OSError, ValueError, SyntaxError, EOFError) as exc:
+        image.close()
+        raise ConversionError("damaged_input", f"The image cannot be read: {exc}") from None
     if frames > 1 and width * height * frames > limit * ANIMATION_PIXEL_FACTOR:
         image.close()
         raise too_large(f"The {frames} frames together", width * height * frames, limit * ANIMATION_PIXEL_FACTOR)
@@ -204,6 +209,7 @@ def load_picture(
         exif = image.getexif()
         picture = Picture(frames=[], loop=int(image.info.get("loop", 0) or 0), source_format=fmt)
         picture.icc_profile = image.info.get("icc_profile") or None
+        all_frames = all_frames and fmt not in LAYERED
         count = getattr(image, "n_frames", 1) if all_frames else 1
         frames = ImageSequence.Iterator(image) if all_frames else [image]
         for number, frame in enumerate(frames, start=1):

@@ -46,6 +46,7 @@ MIME_TYPES: dict[str, str] = {
     "jxl": "image/jxl", "jp2": "image/jp2", "qoi": "image/qoi", "tga": "image/x-tga", "dds": "image/vnd.ms-dds",
     "pcx": "image/vnd.zbrush.pcx", "icns": "image/icns", "sgi": "image/sgi", "xbm": "image/x-xbitmap",
     "ppm": "image/x-portable-pixmap", "pgm": "image/x-portable-graymap", "pbm": "image/x-portable-bitmap",
+    "psd": "image/vnd.adobe.photoshop",
     "srt": "application/x-subrip", "vtt": "text/vtt", "m3u8": "application/vnd.apple.mpegurl",
     "ffconcat": "text/plain", "p12": "application/x-pkcs12",
     # subtitles
@@ -251,6 +252,8 @@ def _sniff_image(head: bytes) -> str | None:  # noqa: C901 - a flat table of sig
         return "jxl"  # a bare JPEG XL codestream, or its container
     if head[:4] == b"qoif":
         return "qoi"
+    if head[:6] == b"8BPS\x00\x01":
+        return "psd"  # Photoshop; version 2 (PSB, large documents) is not read
     if head[:4] == b"DDS ":
         return "dds"
     if head[:4] == b"icns":

@@ -67,7 +67,8 @@ def test_every_image_tool_is_in_the_catalogue_under_images() -> None:
     for tool_id in IMAGE_TOOLS:
         tool = load_catalogue().get(tool_id)
         assert tool is not None and tool.category == "images" and tool.available()
-        assert set(tool.accepts) == set(SOURCES) | {"svg", "svgz"}  # SVG: tests/converters/test_vector_tools.py
+        # SVG: tests/converters/test_vector_tools.py; PSD (Pillow reads but does not write it): real files below
+        assert set(tool.accepts) == set(SOURCES) | {"svg", "svgz", "psd"}
 
 
 def test_image_param_schemas_use_camel_case() -> None:
@@ -122,7 +123,7 @@ def test_keep_writes_a_format_the_tools_only_read_as_png(samples: Path, tmp_path
 
 # Real files from the libraries' own test suites (their source distributions): (project, files).
 REAL_WORLD = {fmt: ("pillow", f"*/Tests/images/*.{fmt}")
-              for fmt in ("tga", "dds", "pcx", "icns", "sgi", "jp2", "qoi", "xbm", "ppm", "pgm")}
+              for fmt in ("tga", "dds", "pcx", "icns", "sgi", "jp2", "qoi", "xbm", "ppm", "pgm", "psd")}
 REAL_WORLD["jxl"] = ("pillow-jxl-plugin", "*.jxl")
 
 
@@ -154,6 +155,20 @@ def test_real_world_files_of_each_format_convert_to_png(tmp_path: Path, fmt: str
             assert image.size == input_size(path)
         converted += 1
     assert converted >= max(1, len(files) // 2), f"{converted} of {len(files)} {fmt} files converted"
+
+
+def test_a_layered_psd_converts_to_its_flattened_composite(tmp_path: Path) -> None:
+    import PIL
+
+    from tests.samples_cache import sdist_files
+
+    [layered] = sdist_files("pillow", PIL.__version__, "*/Tests/images/hopper.psd")
+    with Image.open(layered) as original:
+        assert original.n_frames > 1  # layers
+        composite = original.convert("RGB")
+    [output] = run_tool("image-convert", [layered], tmp_path, output_format="png").outputs
+    with read(output, "png") as image:
+        assert getattr(image, "n_frames", 1) == 1 and image.convert("RGB").tobytes() == composite.tobytes()
 
 
 def test_convert_alpha_to_jpeg_uses_the_background(samples: Path, tmp_path: Path) -> None:
