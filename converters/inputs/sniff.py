@@ -46,7 +46,7 @@ MIME_TYPES: dict[str, str] = {
     "jxl": "image/jxl", "jp2": "image/jp2", "qoi": "image/qoi", "tga": "image/x-tga", "dds": "image/vnd.ms-dds",
     "pcx": "image/vnd.zbrush.pcx", "icns": "image/icns", "sgi": "image/sgi", "xbm": "image/x-xbitmap",
     "ppm": "image/x-portable-pixmap", "pgm": "image/x-portable-graymap", "pbm": "image/x-portable-bitmap",
-    "psd": "image/vnd.adobe.photoshop",
+    "psd": "image/vnd.adobe.photoshop", "eml": "message/rfc822",
     "srt": "application/x-subrip", "vtt": "text/vtt", "m3u8": "application/vnd.apple.mpegurl",
     "ffconcat": "text/plain", "p12": "application/x-pkcs12",
     # subtitles
@@ -408,6 +408,8 @@ def _sniff_text(head: bytes, name: str) -> str | None:  # noqa: C901 - a flat ta
     subtitle = _subtitle(text)
     if subtitle is not None:
         return subtitle
+    if _is_email(text):
+        return "eml"
     if stripped.startswith("#extm3u"):
         return "m3u8"
     if stripped.startswith("ffconcat"):
@@ -441,3 +443,26 @@ def _subtitle(text: str) -> str | None:
     if _MICRODVD.match(stripped):
         return "sub"
     return None
+
+
+_HEADER = re.compile(r"^[!-9;-~]+:")  # a header field's name: printable ASCII but the colon
+_MESSAGE_HEADERS = ("subject", "date", "message-id", "mime-version", "received", "to")
+
+
+def _is_email(text: str) -> bool:
+    """An RFC 5322 message: header lines up to the first empty line, and a From with one of the usual others
+    (or MIME-Version with Content-Type)."""
+    names: list[str] = []
+    for line in text.lstrip("\ufeff").splitlines():
+        if not line.strip():
+            break
+        if line[:1] in (" ", "\t") and names:
+            continue  # a folded header's continuation
+        if line.startswith("From ") and not names:
+            continue  # an mbox "From " line
+        if not _HEADER.match(line):
+            return False
+        names.append(line.split(":", 1)[0].lower())
+    if "from" in names and any(name in names for name in _MESSAGE_HEADERS):
+        return True
+    return "mime-version" in names and "content-type" in names  # a MIME entity (a forwarded or saved part)

@@ -508,3 +508,25 @@ def test_svg_entity_bombs_are_refused_at_job_creation(client: httpx.Client) -> N
         ref = upload(client, "bomb.svg", body.encode())
         assert_problem(create(client, "vector-convert", ref["id"], "png"), 422, code)
         assert_problem(create(client, "image-convert", ref["id"], "png"), 422, code)
+
+
+def test_email_never_fetches_what_its_html_points_to(client: httpx.Client, canaries: Canaries,
+                                                     listener: Listener) -> None:
+    from email.message import EmailMessage
+
+    local = canaries.image.resolve()
+    msg = EmailMessage()
+    msg["From"], msg["To"], msg["Subject"] = "a@example.org", "b@example.org", "Linked"
+    msg.set_content("plain part")
+    msg.add_alternative(
+        f'<html><head><link rel="stylesheet" href="{listener.url}/mail.css">'
+        f'<style>@import url({listener.url}/imp.css);</style></head>'
+        f'<body style="background:url({listener.url}/bg.png)"><p>kept text</p>'
+        f'<img src="{local.as_uri()}"><img src="{local}"><img src="{listener.url}/pixel.png">'
+        f'<iframe src="{listener.url}/frame.html"></iframe><object data="{canaries.text.resolve().as_uri()}"></object>'
+        f'</body></html>', subtype="html")
+    job = run_job(client, "email-to-pdf", upload(client, "linked.eml", bytes(msg))["id"])
+    assert job["status"] == "DONE", job
+    parts = assert_nothing_leaked(client, job, canaries)
+    assert b"kept text" in b"".join(parts)
+    assert not canary_green(parts)

@@ -42,7 +42,7 @@ FORMAT_IDS = set(MIME_TYPES)
 NAMED_TEXT = {"txt", "md", "csv", "rst", "json", "srt", "vtt", "html"}
 OLE = {"doc", "xls", "ppt"}
 CONTENT_TEXT = {"m3u8", "ffconcat", "html", "svg", "fb2", "xml",  # text told apart by what it starts with
-                "ass", "ssa", "sub", "ttml"}
+                "ass", "ssa", "sub", "ttml", "eml"}
 # Signatures whose format depends on what they wrap: a ZIP's files, a compressed stream's tar header.
 CONTAINERS = {"zip", "gz", "bz2", "xz", "zst"}
 NAMES = ["", "upload", "a.txt", "a.md", "a.csv", "a.json", "a.html", "a.png", "a.pdf", "a.mp4", "a.docx",
