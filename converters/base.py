@@ -25,7 +25,8 @@ from pydantic.alias_generators import to_camel
 GB = 1024**3
 DEFAULT_MAX_INPUT = 5 * 1000**3  # the contract's "up to 5 GB"
 
-CATEGORIES = ("pdf", "images", "audio", "video", "documents", "ebooks", "ocr", "transcription", "ai")
+CATEGORIES = ("pdf", "images", "audio", "video", "documents", "ebooks", "ocr", "transcription", "ai", "subtitles",
+              "fonts", "archives")
 
 
 class ConversionError(Exception):
