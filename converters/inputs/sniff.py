@@ -168,6 +168,8 @@ def sniff_bytes(head: bytes) -> str | None:  # noqa: C901 - a flat table of sign
         if b"\x80theora" in head[:128]:
             return "ogv"
         return "opus" if b"OpusHead" in head[:64] else "ogg"
+    if _utf16_text(head) is not None:
+        return None  # text with a byte order mark, not an MPEG sync word
     if len(head) > 1 and head[0] == 0xFF and head[1] & 0xF6 == 0xF0:
         return "aac"  # ADTS: an MPEG sync word whose layer bits are 00 (the branch below never sees it)
     if head[:3] == b"ID3" or (len(head) > 1 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0 and head[1] & 0x06):
@@ -389,7 +391,20 @@ def _sniff_ole(name: str) -> str:
     return {".xls": "xls", ".ppt": "ppt"}.get(suffix, "doc")
 
 
+def _utf16_text(head: bytes) -> str | None:
+    """The text of a UTF-16 file with its byte order mark, when it reads as text."""
+    if head[:2] not in (b"\xff\xfe", b"\xfe\xff"):
+        return None
+    body = head[: len(head) // 2 * 2]
+    text = body.decode("utf-16", errors="replace")
+    shown = sum(1 for c in text if c.isprintable() or c in "\r\n\t")
+    return text if text and "\x00" not in text and shown >= 0.95 * len(text) else None
+
+
 def _sniff_text(head: bytes, name: str) -> str | None:  # noqa: C901 - a flat table of text signatures
+    wide = _utf16_text(head)
+    if wide is not None:
+        head = wide.lstrip("\ufeff").encode("utf-8")
     if b"\x00" in head:
         return None
     try:
@@ -421,9 +436,11 @@ def _sniff_text(head: bytes, name: str) -> str | None:  # noqa: C901 - a flat ta
             return "svg"
         if "<fictionbook" in stripped:
             return "fb2"
-        if re.search(r"<tt[\s>]", stripped) and "ttml" in stripped:
+        if _is_ttml(stripped):
             return "ttml"
         return "xml"
+    if _is_ttml(stripped):  # TTML without an XML declaration
+        return "ttml"
     suffix = Path(name).suffix.lower()
     if suffix in (".html", ".htm"):
         return "html"
@@ -466,3 +483,8 @@ def _is_email(text: str) -> bool:
     if "from" in names and any(name in names for name in _MESSAGE_HEADERS):
         return True
     return "mime-version" in names and "content-type" in names  # a MIME entity (a forwarded or saved part)
+
+
+def _is_ttml(lowered: str) -> bool:
+    """Timed Text: a <tt> root in the TTML namespace, or in DFXP's older one (ttaf1)."""
+    return bool(re.search(r"<tt[\s>]", lowered[:4096])) and ("ttml" in lowered[:4096] or "ttaf1" in lowered[:4096])
