@@ -7,6 +7,10 @@ whether they are symlinks. What it says about sizes is the sender's word: each
 compressed entry is then inflated, counting, and stopped one byte past its declared
 size, so an entry that claims 1000 bytes and inflates to 2 GiB costs 1001 bytes of
 work here instead of reaching an engine that believes the data rather than the header.
+
+A plain ``zip`` reaches only the archive tools, which read every entry themselves, counting as they
+inflate and skipping links (:mod:`converters.inputs.archives`): for it this check stops at the structure
+(readable, no name pointing outside) and leaves sizes, links and inflation to them, under their own limits.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from converters.base import ConversionError
+from converters.inputs.archives import check_zip_directory
 
 ZIP_FORMATS = frozenset({"zip", "docx", "xlsx", "pptx", "odt", "ods", "odp", "epub", "cbz", "xps"})
 MAX_ENTRIES = 20_000
@@ -30,11 +35,14 @@ RATIO_FLOOR = 16 * 1024**2
 def check_input(path: Path, fmt: str | None) -> None:
     """Raise :class:`ConversionError` when ``path`` must not reach an engine."""
     if fmt in ZIP_FORMATS:
-        check_archive(path)
+        check_archive(path, contents=fmt != "zip")
 
 
-def check_archive(path: Path) -> None:
+def check_archive(path: Path, *, contents: bool = True) -> None:
+    """Refuse a ZIP container that is unreadable, names an entry outside itself, or (``contents``) holds a
+    symbolic link, claims too much or inflates past what it claims."""
     try:
+        check_zip_directory(path, MAX_ENTRIES)  # before zipfile builds an object per entry
         with zipfile.ZipFile(path) as zf:
             infos = zf.infolist()
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
@@ -47,12 +55,16 @@ def check_archive(path: Path) -> None:
         parts = PurePosixPath(name).parts
         if name.startswith("/") or ".." in parts or (parts and parts[0].endswith(":")):
             raise ConversionError("unsafe_archive", f"The archive has an entry that points outside it: {name!r}.")
+        if not contents:
+            continue
         if stat.S_ISLNK(info.external_attr >> 16):
             raise ConversionError("unsafe_archive", f"The archive has a symbolic link entry: {name!r}.")
         total += info.file_size
         if info.file_size > RATIO_FLOOR and info.file_size > MAX_RATIO * max(info.compress_size, 1):
             raise ConversionError("input_too_large", f"The archive entry {name!r} expands {info.file_size} bytes "
                                   f"from {info.compress_size}: a decompression bomb.")
+    if not contents:
+        return
     if total > MAX_TOTAL_UNCOMPRESSED:
         raise ConversionError("input_too_large", f"The archive would expand to {total} bytes; the limit is "
                               f"{MAX_TOTAL_UNCOMPRESSED}.")
@@ -81,7 +93,7 @@ def inflated_size(f: BinaryIO, info: zipfile.ZipInfo, cap: int) -> int:
     """
     if info.compress_type != zipfile.ZIP_DEFLATED:
         return info.file_size
-    f.seek(_data_offset(f, info))
+    f.seek(data_offset(f, info))
     inflate = zlib.decompressobj(-15)
     left, size, pending = info.compress_size, 0, b""
     while size < cap and not inflate.eof:
@@ -95,7 +107,7 @@ def inflated_size(f: BinaryIO, info: zipfile.ZipInfo, cap: int) -> int:
     return size
 
 
-def _data_offset(f: BinaryIO, info: zipfile.ZipInfo) -> int:
+def data_offset(f: BinaryIO, info: zipfile.ZipInfo) -> int:
     """Where an entry's compressed data starts: after its local header, whose own lengths count."""
     f.seek(info.header_offset)
     header = f.read(30)
