@@ -78,3 +78,15 @@ def cancel_midway(tool_id: str, inputs: list[Path], out_dir: Path, after: float,
     worker.join(timeout=10)
     assert len(outcome) == 1, "the conversion did not stop within 10 s of the cancel"
     return time.monotonic() - began, outcome[0]
+
+
+def params_error(tool_id: str, params: dict[str, Any]) -> str:
+    """The message of the ValidationError the tool's params model raises for ``params``."""
+    import pytest
+    from pydantic import ValidationError
+
+    tool = load_catalogue().get(tool_id)
+    assert tool is not None
+    with pytest.raises(ValidationError) as caught:
+        tool.params.model_validate(params)
+    return str(caught.value)

@@ -8,13 +8,12 @@ from typing import Any
 
 import pymupdf
 import pytest
-from pydantic import ValidationError
 
 from converters.base import Cancelled, ConversionError, InputFile, ToolEnv
 from converters.catalogue import load_catalogue
 from converters.tools.pdf.imposition import booklet_order
 from tests.converters import pdf_samples as pdfs
-from tests.converters.runtool import run_tool
+from tests.converters.runtool import params_error, run_tool
 
 A4_PORTRAIT = (595.28, 841.89)
 LAYOUT_TOOLS = ["pdf-page-numbers", "pdf-crop", "pdf-scale", "pdf-n-up", "pdf-booklet", "pdf-overlay"]
@@ -41,14 +40,6 @@ def stamp_pdf(path: Path, words: list[str], size: tuple[float, float] = pdfs.A4)
     doc.save(path)
     doc.close()
     return path
-
-
-def params_error(tool_id: str, params: dict[str, Any]) -> str:
-    tool = load_catalogue().get(tool_id)
-    assert tool is not None
-    with pytest.raises(ValidationError) as caught:
-        tool.params.model_validate(params)
-    return str(caught.value)
 
 
 def only_output(run: Any) -> pymupdf.Document:

@@ -10,23 +10,14 @@ from typing import Any
 import pymupdf
 import pytest
 from PIL import Image
-from pydantic import ValidationError
 
 from converters.base import ConversionError
 from converters.catalogue import load_catalogue
 from tests.converters import pdf_samples as pdfs
-from tests.converters.runtool import run_tool
+from tests.converters.runtool import params_error, run_tool
 
 SECRET = "Zanzibar"
 LINE = f"The code word is {SECRET} and nothing else."
-
-
-def params_error(tool_id: str, params: dict[str, Any]) -> str:
-    tool = load_catalogue().get(tool_id)
-    assert tool is not None
-    with pytest.raises(ValidationError) as caught:
-        tool.params.model_validate(params)
-    return str(caught.value)
 
 
 def one_page(path: Path, *lines: str, rotation: int = 0) -> Path:
