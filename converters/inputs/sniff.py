@@ -218,9 +218,9 @@ def sniff_bytes(head: bytes) -> str | None:  # noqa: C901 - a flat table of sign
 
 def _sniff_media(head: bytes) -> str | None:  # noqa: C901 - a flat table of signatures
     """Audio and video containers and elementary streams beyond the common ones."""
-    if len(head) > 376 and head[0] == head[188] == head[376] == 0x47:
+    if _synced(head, 0, 188):
         return "ts"  # MPEG transport stream: a sync byte every 188 bytes
-    if len(head) > 388 and head[4] == head[196] == head[388] == 0x47:
+    if _synced(head, 4, 192):
         return "ts"  # M2TS (Blu-ray, AVCHD .mts): 192-byte packets, a 4-byte time code before each
     if head[:11] == bytes.fromhex("060e2b34020501010d0102"):
         return "mxf"  # a SMPTE partition pack key
@@ -244,6 +244,12 @@ def _sniff_media(head: bytes) -> str | None:  # noqa: C901 - a flat table of sig
         if head[5] == 0x01 and (head[4] >> 1) & 0x3F in (32, 35) and head[4] & 0x81 == 0:
             return "hevc"  # a video parameter set or an access unit delimiter
     return None
+
+
+def _synced(head: bytes, first: int, step: int) -> bool:
+    """A 0x47 sync byte at the start of every packet in ``head`` (at least three of them), and not text."""
+    starts = range(first, len(head) - step + 1, step)
+    return len(starts) >= 3 and all(head[i] == 0x47 for i in starts) and any(b < 9 or b > 126 for b in head[:512])
 
 
 def _sniff_image(head: bytes) -> str | None:  # noqa: C901 - a flat table of signatures

@@ -98,3 +98,9 @@ def test_a_dts_stream_is_known_and_its_demuxer_allowed() -> None:
     from converters.inputs.sniff import sniff_bytes
 
     assert sniff_bytes(b"\x7f\xfe\x80\x01" + bytes(60)) == "dts"
+
+
+def test_text_with_a_g_every_188_characters_is_not_a_transport_stream(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text(("G" + "x" * 186 + "\n") * 40, encoding="ascii")
+    assert sniff(path, path.name) == "txt"
