@@ -3,6 +3,7 @@ never returned, never logged, and gone from the database once the job has ended.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -18,7 +19,17 @@ SECRETS = (USER_PW.encode(), OWNER_PW.encode(), WRONG_PW.encode())
 
 
 def everything_under(root: Path) -> list[tuple[Path, bytes]]:
-    return [(p, p.read_bytes()) for p in sorted(root.rglob("*")) if p.is_file()]
+    """Every file under ``root`` with its bytes; a job folder the worker removes during the walk is skipped
+    (os.walk ignores a folder that is gone; a file that is gone holds nothing any more)."""
+    found = []
+    for folder, _, names in os.walk(root):
+        for name in sorted(names):
+            path = Path(folder) / name
+            try:
+                found.append((path, path.read_bytes()))
+            except FileNotFoundError:
+                continue
+    return found
 
 
 def assert_nowhere(root: Path, *extra: Path) -> None:
