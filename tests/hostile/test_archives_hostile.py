@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import os
 import stat
 import tarfile
 import time
@@ -81,8 +82,9 @@ def watched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Watched]:
 
 
 def outside_jobs_and_files(data_dir: Path) -> set[str]:
-    return {str(p.relative_to(data_dir)) for p in data_dir.rglob("*")
-            if p.relative_to(data_dir).parts[0] not in ("jobs", "files")}
+    # os.walk, unlike rglob, passes over a job folder removed while it walks
+    walked = [Path(folder) / name for folder, dirs, files in os.walk(data_dir) for name in (*dirs, *files)]
+    return {str(p.relative_to(data_dir)) for p in walked if p.relative_to(data_dir).parts[0] not in ("jobs", "files")}
 
 
 def rss(pid: int) -> int:

@@ -19,7 +19,9 @@ pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX modes; Windows
 def loose(root: Path) -> list[str]:
     """Folders and regular files under ``root`` (and ``root``) that a group or other users may use."""
     found = []
-    for path in [root, *root.rglob("*")]:
+    # os.walk, unlike rglob, passes over a folder removed while it walks (a job's work dir as the job ends)
+    walked = [Path(folder) / name for folder, dirs, files in os.walk(root) for name in (*dirs, *files)]
+    for path in [root, *walked]:
         try:
             st = path.lstat()
         except FileNotFoundError:
