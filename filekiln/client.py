@@ -213,7 +213,8 @@ class FileKiln:
         """
         paths = [Path(path)] if isinstance(path, str | os.PathLike) else [Path(p) for p in path]
         job = self.run_job(paths, tool=tool, to=to, params=params, progress=progress, wait=wait)
-        return self.download_result(job["id"], Path(out) if out is not None else paths[0].parent)
+        return self.download_result(job["id"], Path(out) if out is not None else paths[0].parent,
+                                    result=job.get("result"))
 
     def run_job(self, paths: Sequence[Path], *, tool: str, to: str | None = None,
                 params: Mapping[str, Any] | None = None, progress: Progress | None = None,
@@ -243,11 +244,13 @@ class FileKiln:
             raise JobFailed(job)
         return job
 
-    def download_result(self, job_id: str, out: Path) -> list[Path]:
-        """Download each output file of a DONE job into the folder ``out``; the paths written, in order."""
+    def download_result(self, job_id: str, out: Path, result: Mapping[str, Any] | None = None) -> list[Path]:
+        """Download each output file of a DONE job into the folder ``out``; the paths written, in order.
+        ``result`` is the job's ``result`` when an answer carried it (else it is asked for)."""
         out.mkdir(parents=True, exist_ok=True)
+        files = (result or self.result(job_id))["files"]
         return [self.download(f["downloadUrl"], out / safe_name(f.get("name"), f.get("id", "output")))
-                for f in self.result(job_id)["files"]]
+                for f in files]
 
     # ---- the calls under it
 
@@ -269,7 +272,8 @@ class FileKiln:
                    output_format: str | None = None, wait: float | None = None,
                    idempotency_key: str | None = None) -> JobDict:
         """Queue a job (``POST /jobs``); with ``wait`` (seconds, at most 60) the answer comes when it has
-        ended or the wait ran out. ``idempotency_key`` defaults to a new uuid4, kept across retries."""
+        ended or the wait ran out, a DONE job with its ``result`` (download links).
+        ``idempotency_key`` defaults to a new uuid4, kept across retries."""
         body: dict[str, Any] = {"tool": tool, "inputFileIds": list(file_ids)}
         if params:
             body["params"] = dict(params)
@@ -280,7 +284,8 @@ class FileKiln:
         return job
 
     def job(self, job_id: str, wait: float | None = None) -> JobDict:
-        """The job as it stands; with ``wait``, as soon as it has ended or after ``wait`` seconds."""
+        """The job as it stands (a DONE job with its ``result``); with ``wait``, as soon as it has ended or
+        after ``wait`` seconds."""
         job: JobDict = self._send("GET", f"/jobs/{job_id}", **self._waiting(wait)).json()
         return job
 
@@ -337,9 +342,11 @@ class FileKiln:
     # ---- plumbing
 
     def _waiting(self, wait: float | None) -> dict[str, Any]:
+        """A single job's query: its download links once DONE, and the wait with its longer read timeout."""
         if not wait:
-            return {}
-        return {"params": {"wait": wait}, "timeout": httpx.Timeout(self.timeout, read=self.timeout + min(wait, 60.0))}
+            return {"params": {"include": "result"}}
+        return {"params": {"wait": wait, "include": "result"},
+                "timeout": httpx.Timeout(self.timeout, read=self.timeout + min(wait, 60.0))}
 
     def _fetch_into(self, url: str, sink: Any) -> None:
         written, failures = 0, 0

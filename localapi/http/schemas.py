@@ -83,6 +83,20 @@ class JobCreate(BaseModel):
         "job secret (GET /webhooks/job-secret)"))
 
 
+class ResultFileOut(BaseModel):
+    id: str
+    name: str
+    mimeType: str
+    sizeBytes: int
+    downloadUrl: str
+
+
+class ResultOut(BaseModel):
+    downloadUrl: str
+    expiresAt: datetime
+    files: list[ResultFileOut]
+
+
 class JobOut(BaseModel):
     id: str
     tool: str
@@ -97,6 +111,9 @@ class JobOut(BaseModel):
     createdAt: datetime
     startedAt: datetime | None
     finishedAt: datetime | None
+    result: ResultOut | None = Field(default=None, description=(
+        "A DONE job's download links, as GET /jobs/{id}/result gives them, when the call asked for them "
+        "with include=result; otherwise null"))
 
     @classmethod
     def of(cls, job: Job) -> JobOut:
@@ -111,20 +128,6 @@ class JobOut(BaseModel):
 class JobPageOut(BaseModel):
     items: list[JobOut]
     nextCursor: str | None
-
-
-class ResultFileOut(BaseModel):
-    id: str
-    name: str
-    mimeType: str
-    sizeBytes: int
-    downloadUrl: str
-
-
-class ResultOut(BaseModel):
-    downloadUrl: str
-    expiresAt: datetime
-    files: list[ResultFileOut]
 
 
 WebhookEvent = Literal["job.created", "job.done", "job.failed", "job.canceled"]

@@ -105,6 +105,25 @@ def test_create_and_wait_returns_the_finished_job_with_201(client: httpx.Client)
     assert client.get(f"/jobs/{r.json()['id']}/result").status_code == 200
 
 
+def test_include_result_gives_a_done_jobs_download_links_in_the_answer(client: httpx.Client, clip: bytes) -> None:
+    ref = upload(client, "a.png", png_bytes())
+    r = client.post("/jobs", params={"wait": 30, "include": "result"},
+                    json={"tool": "image-convert", "inputFileIds": [ref["id"]], "outputFormat": "webp"})
+    assert r.status_code == 201 and r.json()["status"] == "DONE", r.text
+    result = r.json()["result"]
+    assert [f["name"] for f in result["files"]] == ["a.webp"]
+    assert client.get(result["downloadUrl"]).content[8:12] == b"WEBP"
+    # the same links as GET /jobs/{id}/result gives, on GET /jobs/{id} too; without include, null
+    again = client.get(f"/jobs/{r.json()['id']}", params={"include": "result"}).json()["result"]
+    assert again["files"][0]["id"] == client.get(f"/jobs/{r.json()['id']}/result").json()["files"][0]["id"]
+    assert client.get(f"/jobs/{r.json()['id']}").json()["result"] is None
+    # a job that has not ended has no result to give; an unknown include is refused
+    running = slow_job(client, clip)
+    assert client.get(f"/jobs/{running['id']}", params={"include": "result"}).json()["result"] is None
+    client.post(f"/jobs/{running['id']}/cancel")
+    assert_problem(client.get(f"/jobs/{running['id']}", params={"include": "files"}), 422, "invalid_params")
+
+
 def test_wait_zero_answers_at_once_and_a_long_wait_is_taken_as_sixty(client: httpx.Client, clip: bytes) -> None:
     job = slow_job(client, clip)
     now = client.get(f"/jobs/{job['id']}", params={"wait": 0}).json()

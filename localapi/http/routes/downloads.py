@@ -4,11 +4,12 @@ import os
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path as FsPath
 from typing import IO, Annotated
 from urllib.parse import quote
 
 import anyio
-from fastapi import APIRouter, Depends, Header, Path, Query, Response
+from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from localapi.core.errors import Gone, InvalidSignature, ServiceError
@@ -18,6 +19,7 @@ from localapi.http.problems import problems
 router = APIRouter(prefix="/downloads", tags=["downloads"])
 
 CHUNK = 256 * 1024
+SMALL = 256 * 1024  # a file this small is read in the same hop that opens it, and sent in one piece
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
 
@@ -67,7 +69,8 @@ class RangeNotSatisfiable(ServiceError):
 
 @dataclass
 class OpenedLink:
-    """A checked download link's file, open at the answer's first byte, and the answer's status and headers."""
+    """A checked download link's file, open at the answer's first byte, and the answer's status and
+    headers; ``body`` holds the whole file already when it is small (the file is then closed)."""
 
     file: IO[bytes]
     start: int
@@ -75,10 +78,22 @@ class OpenedLink:
     status: int
     media_type: str
     headers: dict[str, str]
+    body: bytes | None = None
+
+
+def _open(path: FsPath, read_small: bool) -> tuple[IO[bytes], bytes | None]:
+    """The file, opened before anything else (a purge that unlinks it now cannot truncate this
+    download), and its bytes when it is small and they are wanted."""
+    f = open(path, "rb")  # noqa: SIM115 - closed by the caller, or here once read
+    if read_small and os.fstat(f.fileno()).st_size <= SMALL:
+        with f:
+            return f, f.read(SMALL + 1)
+    return f, None
 
 
 async def open_link(
     service: ServiceDep,
+    request: Request,
     file_id: Annotated[str, Path(pattern=r"^file_[0-9a-f]{32}$")],
     name: Annotated[str, Path(max_length=400)],
     expires: Annotated[int, Query(ge=0, le=2**40)],
@@ -91,17 +106,16 @@ async def open_link(
         raise InvalidSignature("The download link was altered or is not from this FileKiln.")
     if verdict == "expired":
         raise Gone("The download link has expired; ask GET /jobs/{id}/result for a new one.", code="link_expired")
-    stored = await anyio.to_thread.run_sync(lambda: service.files.get(file_id, any_owner=True, include_deleted=True))
+    stored = service.files.get(file_id, any_owner=True, include_deleted=True)  # one indexed read, on the loop
     if stored.deleted_at is not None:  # a link to a file that was there: 410, whoever removed it
         if stored.expires_at <= stored.deleted_at:
             raise Gone("The file was purged when its retention ended.", code="file_expired")
         raise Gone("The file was deleted.", code="file_deleted")
     try:
-        # opened before anything else: a purge that unlinks it now cannot truncate this download
-        f = await anyio.to_thread.run_sync(lambda: open(service.files.path_of(stored.id), "rb"))  # noqa: SIM115
+        f, data = await anyio.to_thread.run_sync(_open, service.files.path_of(stored.id), request.method == "GET")
     except FileNotFoundError:
         raise Gone("The file was purged.", code="file_expired") from None
-    size = os.fstat(f.fileno()).st_size
+    size = len(data) if data is not None else os.fstat(f.fileno()).st_size
     try:
         requested = parse_range(range, size)
     except ServiceError as exc:
@@ -118,7 +132,8 @@ async def open_link(
     }
     if requested:
         headers["Content-Range"] = f"bytes {start}-{end}/{size}"
-    return OpenedLink(f, start, length, 206 if requested else 200, stored.mime_type, headers)
+    body = data[start:start + length] if data is not None else None
+    return OpenedLink(f, start, length, 206 if requested else 200, stored.mime_type, headers, body)
 
 
 LinkDep = Annotated[OpenedLink, Depends(open_link)]
@@ -130,8 +145,10 @@ LinkDep = Annotated[OpenedLink, Depends(open_link)]
                                                                                   "format": "binary"}}},
                              "description": "The file"},
                        206: {"description": "Part of the file (Range)"}})
-async def download(link: LinkDep) -> StreamingResponse:
+async def download(link: LinkDep) -> Response:
     """A signed link from ``GET /jobs/{id}/result``; needs no key. Supports HTTP Range."""
+    if link.body is not None:
+        return Response(link.body, status_code=link.status, media_type=link.media_type, headers=link.headers)
     return StreamingResponse(_stream(link.file, link.start, link.length), status_code=link.status,
                              media_type=link.media_type, headers=link.headers)
 

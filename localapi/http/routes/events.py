@@ -111,8 +111,11 @@ async def job_events(job: JobDep, service: ServiceDep, request: Request,
 
 def _now_event(service: Service, job_id: str) -> JobEvent:
     """The job as it stands, as the event that made it so (the feed's latest for it, when still kept)."""
-    job = service.jobs.get(job_id, Caller(any_owner=True))
-    latest = service.events.latest(job_id)
+    for _ in range(3):  # the feed's latest first: a change between the two reads shows, and is read again
+        latest = service.events.latest(job_id)
+        job = service.jobs.get(job_id, Caller(any_owner=True))
+        if latest is None or latest.job.status == job.status:
+            break
     seq = latest.seq if latest is not None and latest.job.status == job.status else 0
     return JobEvent(seq=seq, type=TYPE_OF_STATUS[job.status], job=job, created_at=job.updated_at)
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
@@ -29,6 +29,9 @@ MAX_WAIT_SECONDS = 60.0
 WaitQuery = Annotated[float, Query(ge=0, description=(
     "Answer as soon as the job is DONE, FAILED or CANCELED, or after this many seconds (at most 60; "
     "more is taken as 60) with the job as it stands."))]
+IncludeQuery = Annotated[Literal["result"] | None, Query(description=(
+    "result: a DONE job's answer carries its download links in ``result`` (as GET /jobs/{id}/result "
+    "gives them), so a script can create, wait and download without another call"))]
 
 
 def job_out(job: Job) -> JobOut:
@@ -42,42 +45,54 @@ async def wait_for_end(service: Service, job: Job, seconds: float) -> Job:
         return job
     listener = service.events.listen(job_id=job.id, types=TERMINAL_TYPES)
     try:
-        current = await run_in_threadpool(service.jobs.get, job.id, Caller(any_owner=True))
+        # the job may have ended before the listener was in place; one indexed read, on the loop
+        current = service.jobs.get(job.id, Caller(any_owner=True))
         if current.status.finished:
             return current
         try:
             event = await asyncio.wait_for(listener.queue.get(), timeout=seconds)
             return event.job
         except TimeoutError:
-            return await run_in_threadpool(service.jobs.get, job.id, Caller(any_owner=True))
+            return service.jobs.get(job.id, Caller(any_owner=True))
     finally:
         service.events.unlisten(listener)
+
+
+def job_answer(service: Service, request: Request, job: Job, include: str | None) -> JobOut:
+    """The job, with its download links when asked for (``include=result``) and it is DONE."""
+    out = job_out(job)
+    if include == "result" and job.status == JobStatus.DONE:
+        out.result = result_out(service, request, job.id)
+    return out
 
 
 @router.post("", status_code=201, response_model=JobOut,
              responses=problems(400, 401, 402, 409, 413, 415, 422, 429, 503, 507))
 async def create_job(body: JobCreate, request: Request, service: ServiceDep, key: KeyDep,
                      idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
-                     wait: WaitQuery = 0) -> Any:
+                     wait: WaitQuery = 0, include: IncludeQuery = None) -> Any:
     """Queue a job. With ``Idempotency-Key``, repeating the same request returns the first
     response (``Idempotent-Replayed: true``) instead of making a second job. With ``wait``, the
-    answer (still 201) comes when the job has ended or the wait ran out, with the job as it then is."""
-    status, payload, headers = await run_in_threadpool(_create, body, service, key, idempotency_key)
-    if wait > 0 and status == 201 and not headers.get("Idempotent-Replayed"):
-        job = await wait_for_end(service, await run_in_threadpool(service.jobs.get, payload["id"], Caller(key=key)),
-                                 wait)
-        payload = job_out(job).model_dump(mode="json")
+    answer (still 201) comes when the job has ended or the wait ran out, with the job as it then is;
+    with ``include=result`` as well, a DONE job comes with its download links."""
+    status, payload, headers, job = await run_in_threadpool(_create, body, service, key, idempotency_key)
+    if job is not None and (wait > 0 or include):
+        if wait > 0:
+            job = await wait_for_end(service, job, wait)
+        payload = job_answer(service, request, job, include).model_dump(mode="json")
     return JSONResponse(payload, status_code=status, headers=headers)
 
 
 def _create(body: JobCreate, service: Service, key: ApiKey,
-            idempotency_key: str | None) -> tuple[int, dict[str, Any], dict[str, str]]:
+            idempotency_key: str | None) -> tuple[int, dict[str, Any], dict[str, str], Job | None]:
+    """The answer's status, body and headers, and the new job (None for a replayed answer, which is
+    given as it was the first time)."""
     caller = Caller(key=key)
     req_hash = request_hash("POST /jobs", body.model_dump(mode="json"))
     if idempotency_key:
         replay = service.idempotency.begin(key.id, idempotency_key, req_hash)
         if replay is not None:
-            return replay.status_code, replay.body, {"Idempotent-Replayed": "true"}
+            return replay.status_code, replay.body, {"Idempotent-Replayed": "true"}, None
     try:
         job = service.jobs.create(caller, body.tool, body.inputFileIds, body.params, body.outputFormat,
                                   webhook_url=service.webhooks.check_url(body.webhookUrl, "webhookUrl"))
@@ -88,7 +103,7 @@ def _create(body: JobCreate, service: Service, key: ApiKey,
     payload = job_out(job).model_dump(mode="json")
     if idempotency_key:
         service.idempotency.complete(key.id, idempotency_key, 201, payload, req_hash)
-    return 201, payload, quota_headers(key.daily_job_quota, service.keys.jobs_today(key.id))
+    return 201, payload, quota_headers(key.daily_job_quota, service.keys.jobs_today(key.id)), job
 
 
 @router.get("", response_model=JobPageOut, responses=problems(400, 401, 422, 429))
@@ -109,10 +124,12 @@ def list_jobs(
 
 
 @router.get("/{id}", response_model=JobOut, responses=problems(401, 404, 429))
-async def get_job(job: JobDep, service: ServiceDep, wait: WaitQuery = 0) -> JobOut:
+async def get_job(job: JobDep, service: ServiceDep, request: Request, wait: WaitQuery = 0,
+                  include: IncludeQuery = None) -> JobOut:
     """The job as it stands. With ``wait``, the answer comes as soon as it is DONE, FAILED or
-    CANCELED (or when the wait runs out) instead of at once. Answers without a key."""
-    return job_out(await wait_for_end(service, job, wait))
+    CANCELED (or when the wait runs out) instead of at once; with ``include=result``, a DONE job comes
+    with its download links. Answers without a key."""
+    return job_answer(service, request, await wait_for_end(service, job, wait), include)
 
 
 @router.post("/{id}/cancel", response_model=JobOut, responses=problems(401, 404, 409, 429))
@@ -138,7 +155,11 @@ def link_for(service: Service, request: Request, f: StoredFile, now: float) -> t
 async def get_result(job: JobDep, service: ServiceDep, request: Request) -> ResultOut:
     """Signed download links of a DONE job's output: one file, or a ZIP of several."""
     # async: a few indexed reads and HMACs cost less on the event loop than a hop to a thread
-    result = service.jobs.result(job.id, Caller(any_owner=True))
+    return result_out(service, request, job.id)
+
+
+def result_out(service: Service, request: Request, job_id: str) -> ResultOut:
+    result = service.jobs.result(job_id, Caller(any_owner=True))
     now = time.time()
     files = []
     for f in result.files:
