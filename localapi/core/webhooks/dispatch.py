@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import queue
@@ -56,11 +57,14 @@ class Dispatcher:
         self._last_sweep = 0.0
         self._position = 0  # the last feed event collected
         self._stored = 0.0  # when the position was last written to the database
+        # the feed's events as it hands them over, so that the live ones are not read back from the database
+        self._arrived: collections.deque[JobEvent] = collections.deque()
+        self._reschedule = threading.Event()  # a delivery was added or a sender came free: look for due ones
 
     def start(self) -> None:
         # the first start on a data dir begins at the feed's end: no hook or webhookUrl existed before
         self._position = int(self.db.setting_once(FEED_POSITION, str(self.hooks.feed.last_seq)))
-        self.hooks.feed.on_event(lambda event: self._wake.set())
+        self.hooks.feed.on_event(self._arrive)
         self._threads = [threading.Thread(target=self._run, name="filekiln-webhooks", daemon=True)]
         self._threads += [threading.Thread(target=self._send_loop, name=f"filekiln-webhook-{n}", daemon=True)
                           for n in range(self.senders)]
@@ -81,17 +85,42 @@ class Dispatcher:
 
     # ---- the scheduling thread ----
 
+    def _arrive(self, event: JobEvent) -> None:
+        self._arrived.append(event)
+        self._wake.set()
+
     def _run(self) -> None:
+        next_schedule = 0.0
         while not self._stopping.is_set():
             wait = 1.0
             try:
                 self.collect()
-                wait = self.schedule()
+                # the outbox is read when a delivery was added, a sender came free, or the next one is due
+                # (at least every second: another process on this data dir may have left one behind)
+                if self._reschedule.is_set() or time.monotonic() >= next_schedule:
+                    self._reschedule.clear()
+                    wait = self.schedule()
+                    next_schedule = time.monotonic() + wait
+                else:
+                    wait = next_schedule - time.monotonic()
                 self._sweep()
             except Exception:
                 log.exception("webhook dispatch failed")
-            self._wake.wait(wait)
+            self._wake.wait(max(wait, 0.0))
             self._wake.clear()
+
+    def _next_events(self) -> list[JobEvent]:
+        """The events after the position: those the feed handed over, read from the database only to
+        catch up (after a start, or a gap before the first handed-over one)."""
+        arrived: list[JobEvent] = []
+        while self._arrived:
+            event = self._arrived.popleft()
+            if event.seq > self._position:
+                arrived.append(event)
+        if arrived and arrived[0].seq == self._position + 1:
+            return arrived
+        self._arrived.extendleft(reversed(arrived))  # after what the database gives, not lost
+        return self.hooks.feed.since(self._position)
 
     def collect(self) -> int:
         """Turn the events recorded since the last position into deliveries; returns how many events.
@@ -102,20 +131,22 @@ class Dispatcher:
         """
         seen = 0
         while True:
-            events = self.hooks.feed.since(self._position)
+            events = self._next_events()
             if not events:
                 if seen:
                     self._store_position(lazily=True)
                 return seen
             conn = self.db.connect()
+            hooked = self._hooked_keys(conn)
             found = [(event, target, url) for event in events if event.type in EVENTS
-                     for target, url in self._targets(conn, event)]
+                     for target, url in self._targets(conn, event, hooked)]
             self._position = events[-1].seq
             if found:
                 with self.db.transaction() as conn:
                     for event, target, url in found:
                         self._insert(conn, target, url, event)
                     self._write_position(conn)
+                self._reschedule.set()
             seen += len(events)
 
     def _store_position(self, lazily: bool = False) -> None:
@@ -128,10 +159,17 @@ class Dispatcher:
                      (str(self._position), FEED_POSITION, self._position))
         self._stored = time.monotonic()
 
-    def _targets(self, conn: Any, event: JobEvent) -> list[tuple[str, str]]:
+    @staticmethod
+    def _hooked_keys(conn: Any) -> set[str]:
+        """The keys with a hook that takes deliveries: one read a batch, so a key without hooks costs no more."""
+        return {r[0] for r in conn.execute("select distinct key_id from webhooks where disabled_at is null")}
+
+    def _targets(self, conn: Any, event: JobEvent, hooked: set[str]) -> list[tuple[str, str]]:
         job = event.job
         if job.key_id is None:  # the desktop's and the CLI's own jobs have no key, so no hooks
             return []
+        if job.key_id not in hooked:
+            return [(JOB_TARGET + job.id, job.webhook_url)] if job.webhook_url else []
         rows = conn.execute(
             "select w.id, w.url, w.events from webhooks w join keys k on k.id = w.key_id where w.key_id = ?"
             " and w.disabled_at is null and k.revoked_at is null and w.created_at <= ?",
@@ -193,6 +231,7 @@ class Dispatcher:
             finally:
                 with self._busy_lock:
                     self._busy -= 1
+                self._reschedule.set()
                 self._wake.set()
 
     def secret_for(self, target: str, key_id: str | None) -> str | None:

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from localapi.core.errors import Conflict, ToolNotFound
-from localapi.core.files import StoredFile, display_name
+from localapi.core.files import StoredFile, UploadSink, display_name
 from localapi.core.idempotency import request_hash
 from localapi.core.service import Service
 from localapi.http.deps import KeyDep, ServiceDep
@@ -71,10 +71,12 @@ async def upload_file(
             upload.sink.discard()
             service.idempotency.check_same(replay, upload_hash(upload.sink.hash.hexdigest(), upload.filename))
             return JSONResponse(replay.body, status_code=replay.status_code, headers={"Idempotent-Replayed": "true"})
+    def keep(sink: UploadSink, filename: str) -> StoredFile:
+        return service.files.add(sink.path, filename, key_id=key.id, kind="upload", sha256=sink.hash.hexdigest())
+
     try:
-        upload = await receive_upload(request, service.files, limit)
-        stored = await _run_blocking(lambda: service.files.add(
-            upload.sink.path, upload.filename, key_id=key.id, kind="upload", sha256=upload.sink.hash.hexdigest()))
+        upload = await receive_upload(request, service.files, limit, keep)
+        stored: StoredFile = upload.kept
     except BaseException:
         if idempotency_key:
             await _run_blocking(service.idempotency.abandon, key.id, idempotency_key)
