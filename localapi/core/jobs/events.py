@@ -4,10 +4,12 @@ Each state change of a job appends a row to ``job_events`` in the same transacti
 with a snapshot of the job as it then was: no transition is lost, whatever process made it, and
 the row's ``seq`` is the event id clients resume from (``Last-Event-ID``).
 
-A :class:`EventFeed` in each process tails that table. A change made in this process wakes it at
-once (:meth:`EventFeed.notify`); a change made by another process (``filekiln worker``) is seen
-within ``poll_interval`` (50 ms). Listeners are asyncio queues (a waiting request or an SSE stream holds no
-thread and no database connection while it waits) or plain callables (the webhook outbox).
+A :class:`EventFeed` in each process tails that table. A change made in this process hands its
+events to the tail as it commits, which delivers them at once without reading them back; a change
+made by another process (``filekiln worker``) is read from the table within ``poll_interval`` (50 ms),
+and so is anything a gap in the handed events leaves in doubt. Listeners are asyncio queues (a
+waiting request or an SSE stream holds no thread and no database connection while it waits) or
+plain callables (the webhook outbox).
 """
 
 from __future__ import annotations
@@ -62,14 +64,21 @@ class JobEvent:
         return cls(seq=row["seq"], type=row["type"], job=Job(**data), created_at=row["created_at"])
 
 
+_made = threading.local()  # the events recorded by this thread's open change (EventFeed.changing)
+
+
 def append(conn: sqlite3.Connection, job_id: str, event_type: str) -> None:
     """Record ``event_type`` for ``job_id`` with a snapshot of its row; call inside the changing transaction."""
     row = conn.execute("select * from jobs where id = ?", (job_id,)).fetchone()
     if row is None:
         return
     job = Job.from_row(row)
-    conn.execute("insert into job_events (job_id, key_id, type, job, created_at) values (?, ?, ?, ?, ?)",
-                 (job.id, job.key_id, event_type, json.dumps(dataclasses.asdict(job)), now()))
+    created = now()
+    cursor = conn.execute("insert into job_events (job_id, key_id, type, job, created_at) values (?, ?, ?, ?, ?)",
+                          (job.id, job.key_id, event_type, json.dumps(dataclasses.asdict(job)), created))
+    made: list[JobEvent] | None = getattr(_made, "events", None)
+    if made is not None and cursor.lastrowid is not None:
+        made.append(JobEvent(seq=cursor.lastrowid, type=event_type, job=job, created_at=created))
 
 
 class Listener:
@@ -103,6 +112,7 @@ class EventFeed:
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        self._handed: list[JobEvent] = []  # committed in this process, not delivered yet (under _lock)
         row = self.db.one("select max(seq) as seq from job_events")
         self.last_seq: int = int(row["seq"] or 0) if row else 0
 
@@ -110,20 +120,31 @@ class EventFeed:
 
     @contextmanager
     def changing(self) -> Iterator[sqlite3.Connection]:
-        """A transaction for a job change; the feed is woken once it commits."""
-        with self.db.transaction() as conn:
-            yield conn
-        self.notify()
+        """A transaction for a job change; the events it records go to the tail once it commits."""
+        made: list[JobEvent] = []
+        _made.events = made
+        try:
+            with self.db.transaction() as conn:
+                yield conn
+        finally:
+            _made.events = None
+        self._hand(made)
 
     def change(self, job_id: str, event_type: str, sql: str, *args: Any) -> int:
         """Run one UPDATE of a job; when it changed the row, record ``event_type`` with it. Returns rows changed."""
-        with self.db.transaction() as conn:
+        with self.changing() as conn:
             changed = conn.execute(sql, args).rowcount
             if changed:
                 append(conn, job_id, event_type)
-        if changed:
-            self.notify()
         return int(changed)
+
+    def _hand(self, events: list[JobEvent]) -> None:
+        if not events:
+            return
+        with self._lock:
+            if self._thread is not None:  # nobody tails (a CLI run): the table has them for whoever reads it
+                self._handed.extend(events)
+        self.notify()
 
     def notify(self) -> None:
         """A change was committed in this process: deliver it now rather than at the next poll."""
@@ -205,11 +226,23 @@ class EventFeed:
             except Exception:
                 log.exception("reading the event feed failed")
 
+    def _take_handed(self) -> list[JobEvent]:
+        """The handed events that follow the last delivered one without a gap, in order. A gap (another
+        process's event, or a change of this one that has committed but not been handed yet) leaves the
+        rest for the table, which holds them all."""
+        with self._lock:
+            handed = sorted((e for e in self._handed if e.seq > self.last_seq), key=lambda e: e.seq)
+            run = 0
+            while run < len(handed) and handed[run].seq == self.last_seq + 1 + run:
+                run += 1
+            self._handed = handed[run:]
+            return handed[:run]
+
     def poll(self) -> int:
         """Deliver every event recorded since the last poll; returns how many."""
         delivered = 0
         while True:
-            events = self.since(self.last_seq)
+            events = self._take_handed() or self.since(self.last_seq)
             if not events:
                 return delivered
             with self._lock:
