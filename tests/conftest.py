@@ -234,6 +234,15 @@ def wait_job(client: httpx.Client, job_id: str, timeout: float = 120,
     raise AssertionError(f"job {job_id} did not reach {until}: {job}")
 
 
+def failed_job(client: httpx.Client, response: httpx.Response, codes: set[str]) -> dict[str, Any]:
+    """The job ``response`` created, once it has failed with one of ``codes`` and a message for people."""
+    assert response.status_code == 201, response.text
+    job = wait_job(client, response.json()["id"], timeout=120)
+    assert job["status"] == "FAILED" and job["errorCode"] in codes, job
+    assert "Traceback" not in job["errorMessage"], job
+    return job
+
+
 def assert_problem(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
     assert response.status_code == status, response.text
     assert response.headers["content-type"].startswith("application/problem+json"), response.headers

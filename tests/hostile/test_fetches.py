@@ -9,11 +9,9 @@ One server serves the module: LibreOffice and Calibre start slowly, and the list
 from __future__ import annotations
 
 import base64
-import http.server
 import io
 import os
 import shutil
-import threading
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,6 +26,7 @@ from PIL import Image, UnidentifiedImageError
 from tests.conftest import Server, assert_problem, module_server, upload, wait_job
 from tests.converters import doc_samples as docs
 from tests.converters import media_samples as media
+from tests.hostile.canary import Listener, listening
 
 HAS_OFFICE = shutil.which("soffice") is not None
 HAS_CALIBRE = shutil.which("ebook-convert") is not None
@@ -35,35 +34,6 @@ needs_office = pytest.mark.skipif(not HAS_OFFICE, reason="LibreOffice (soffice) 
 needs_calibre = pytest.mark.skipif(not HAS_CALIBRE, reason="Calibre (ebook-convert) is not installed")
 MEDIA_MARKER = b"CANARY-MEDIA-5e1d"
 
-
-class Listener(http.server.ThreadingHTTPServer):
-    """A loopback HTTP server that records every connection made to it (and each request line, if any)."""
-
-    def __init__(self) -> None:
-        self.hits: list[str] = []
-        hits = self.hits
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def parse_request(self) -> bool:  # any method: GET, HEAD, WebDAV's OPTIONS and PROPFIND ...
-                ok = super().parse_request()
-                hits.append(self.requestline)
-                return ok
-
-            def do_GET(self) -> None:  # noqa: N802
-                self.send_error(404)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        super().__init__(("127.0.0.1", 0), Handler)
-
-    def verify_request(self, request: Any, client_address: Any) -> bool:
-        self.hits.append(f"connection from {client_address}")
-        return True
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
 
 
 @dataclass
@@ -94,11 +64,7 @@ def api_key(server: Server) -> str:
 
 @pytest.fixture(scope="module")
 def listener() -> Iterator[Listener]:
-    srv = Listener()
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    yield from listening()
 
 
 @pytest.fixture(scope="module")

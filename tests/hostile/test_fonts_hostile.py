@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from tests.conftest import Server, assert_problem, upload, wait_job
+from tests.conftest import Server, assert_problem, failed_job, upload, wait_job
 from tests.converters.test_font_tools import (
     REAL,
     fonttools_sample,
@@ -34,12 +34,6 @@ def create(client: httpx.Client, name: str, data: bytes, tool: str = "font-conve
                                       "outputFormat": fmt})
 
 
-def failed_job(client: httpx.Client, response: httpx.Response, codes: set[str]) -> dict[str, Any]:
-    assert response.status_code == 201, response.text
-    job = wait_job(client, response.json()["id"], timeout=120)
-    assert job["status"] == "FAILED" and job["errorCode"] in codes, job
-    assert "Traceback" not in job["errorMessage"], job
-    return job
 
 
 def assert_nothing_left(server: Server) -> None:
