@@ -46,7 +46,13 @@ MIME_TYPES: dict[str, str] = {
     "jxl": "image/jxl", "jp2": "image/jp2", "qoi": "image/qoi", "tga": "image/x-tga", "dds": "image/vnd.ms-dds",
     "pcx": "image/vnd.zbrush.pcx", "icns": "image/icns", "sgi": "image/sgi", "xbm": "image/x-xbitmap",
     "ppm": "image/x-portable-pixmap", "pgm": "image/x-portable-graymap", "pbm": "image/x-portable-bitmap",
-    "psd": "image/vnd.adobe.photoshop", "eml": "message/rfc822",
+    "psd": "image/vnd.adobe.photoshop", "eml": "message/rfc822", "msg": "application/vnd.ms-outlook",
+    "emf": "image/emf", "wmf": "image/wmf",
+    "psb": "image/vnd.adobe.photoshop",
+    # camera RAW
+    "dng": "image/x-adobe-dng", "cr2": "image/x-canon-cr2", "cr3": "image/x-canon-cr3", "nef": "image/x-nikon-nef",
+    "arw": "image/x-sony-arw", "raf": "image/x-fuji-raf", "orf": "image/x-olympus-orf",
+    "rw2": "image/x-panasonic-rw2", "pef": "image/x-pentax-pef", "srw": "image/x-samsung-srw",
     "srt": "application/x-subrip", "vtt": "text/vtt", "m3u8": "application/vnd.apple.mpegurl",
     "ffconcat": "text/plain", "p12": "application/x-pkcs12",
     # subtitles
@@ -58,6 +64,9 @@ MIME_TYPES: dict[str, str] = {
     "tar.gz": "application/gzip", "tar.bz2": "application/x-bzip2", "tar.xz": "application/x-xz",
     "tar.zst": "application/zstd", "gz": "application/gzip", "bz2": "application/x-bzip2",
     "xz": "application/x-xz", "zst": "application/zstd",
+    # 3D models and CAD drawings
+    "stl": "model/stl", "obj": "model/obj", "ply": "model/x-ply", "off": "model/x-off", "glb": "model/gltf-binary",
+    "gltf": "model/gltf+json", "3mf": "model/3mf", "dxf": "image/vnd.dxf",
 }
 
 _TEXT_BY_SUFFIX = {
@@ -80,8 +89,11 @@ _FTYP_BRANDS = {
     b"avif": "avif", b"avis": "avif", b"heic": "heic", b"heix": "heic", b"heim": "heic",
     b"heis": "heic", b"mif1": "heic", b"msf1": "heic", b"M4A ": "m4a", b"M4B ": "m4a",
     b"M4V ": "m4v", b"M4VH": "m4v", b"qt  ": "mov", b"3gp4": "3gp", b"3gp5": "3gp",
-    b"3gp6": "3gp", b"3g2a": "3gp",
+    b"3gp6": "3gp", b"3g2a": "3gp", b"crx ": "cr3",
 }
+# TIFF-based camera RAW, by IFD0's Make (upper-cased): the camera makers whose RAW files are plain TIFF outside
+_RAW_MAKES = (("NIKON", "nef"), ("SONY", "arw"), ("PENTAX", "pef"), ("RICOH", "pef"), ("SAMSUNG", "srw"))
+_TIFF_IFD_BYTES = 64 * 1024  # IFD0 and its values are read from this much of the file's start, no further
 
 
 def mime_type(fmt: str | None) -> str:
@@ -105,10 +117,66 @@ def sniff(path: Path, name: str = "") -> str | None:
             return "svgz"
         return _COMPRESSED[fmt] if inner[_TAR_MAGIC_AT:_TAR_MAGIC_AT + 5] == b"ustar" else fmt
     if fmt == "ole":
-        return _sniff_ole(name)
+        return _sniff_ole(path, name)
+    if fmt == "tiff":
+        return _sniff_tiff(path)
+    if fmt is None and _is_binary_stl(path, head):
+        return "stl"
     if fmt is None:
         return _sniff_text(head, name)
     return fmt
+
+
+def _is_binary_stl(path: Path, head: bytes) -> bool:
+    """An 80-byte header (any bytes, "solid" too), then a triangle count that accounts for the file's size: 50
+    bytes a triangle, less than one more left over. Text whose size happens to fit is not taken (a triangle's
+    floats are binary)."""
+    if len(head) < 84:
+        return False
+    count = head[80] | head[81] << 8 | head[82] << 16 | head[83] << 24  # little-endian
+    extra = path.stat().st_size - (84 + 50 * count)
+    if count == 0 or not 0 <= extra < 50:  # a few stray bytes at the end are common
+        return False
+    body = head[84:84 + 50 * min(count, 40)]
+    return any(b < 9 or b > 126 for b in body)
+
+
+def _sniff_tiff(path: Path) -> str:
+    """A TIFF, or a camera RAW built on TIFF, from IFD0 (read from the file's first 64 KB only).
+
+    DNG says so (a DNGVersion tag). The others are known by the maker in Make together with what a camera
+    RAW has and a picture saved as TIFF has not: sub-IFDs (0x014A), an IFD0 that is a reduced-size preview
+    (NewSubfileType bit 0) or a CFA sensor layout (Photometric 32803). A TIFF carrying a camera's EXIF stays tiff.
+    """
+    with open(path, "rb") as f:
+        data = f.read(_TIFF_IFD_BYTES)
+    little = data[:2] == b"II"
+
+    def number(at: int, size: int) -> int:
+        return int.from_bytes(data[at:at + size], "little" if little else "big")
+
+    ifd = number(4, 4)
+    if ifd + 2 > len(data):
+        return "tiff"
+    count = min(number(ifd, 2), (len(data) - ifd - 2) // 12)
+    tags: dict[int, tuple[int, int, int]] = {}  # tag -> (type, count, where its value is)
+    for index in range(count):
+        entry = ifd + 2 + 12 * index
+        kind, values = number(entry + 2, 2), number(entry + 4, 4)
+        size = values * {1: 1, 2: 1, 3: 2, 4: 4}.get(kind, 8)
+        tags[number(entry, 2)] = (kind, values, entry + 8 if size <= 4 else number(entry + 8, 4))
+    if 0xC612 in tags:
+        return "dng"
+    kind, values, at = tags.get(0x010F, (0, 0, 0))
+    make = data[at:at + min(values, 64)].split(b"\x00")[0].decode("latin-1").strip().upper() if kind == 2 else ""
+    subfile = tags.get(0x00FE)
+    photometric = tags.get(0x0106)
+    raw_layout = (0x014A in tags or (subfile is not None and number(subfile[2], 4 if subfile[0] == 4 else 2) & 1)
+                  or (photometric is not None and number(photometric[2], 2) == 32803))
+    for maker, fmt in _RAW_MAKES:
+        if make.startswith(maker) and raw_layout:
+            return fmt
+    return "tiff"
 
 
 def _has_tga_footer(path: Path) -> bool:
@@ -136,7 +204,13 @@ def sniff_bytes(head: bytes) -> str | None:  # noqa: C901 - a flat table of sign
     if head[:4] == b"RIFF" and head[8:12] == b"AVI ":
         return "avi"
     if head[:4] in (b"II*\x00", b"MM\x00*"):
-        return "tiff"
+        return "cr2" if head[8:11] == b"CR\x02" else "tiff"  # tiff: IFD0 may tell a camera's RAW (_sniff_tiff)
+    if head[:4] in (b"IIRO", b"IIRS", b"MMOR"):
+        return "orf"  # Olympus: TIFF with its own magic number
+    if head[:4] == b"IIU\x00":
+        return "rw2"  # Panasonic
+    if head[:15] == b"FUJIFILMCCD-RAW":
+        return "raf"
     if head[:2] == b"BM" and len(head) > 14:
         return "bmp"
     if head[:4] == b"\x00\x00\x01\x00":
@@ -213,6 +287,12 @@ def sniff_bytes(head: bytes) -> str | None:  # noqa: C901 - a flat table of sign
         return "woff"
     if head[:4] == b"wOF2":
         return "woff2"
+    if head.startswith((b"ply\n", b"ply\r\n")) and b"\nformat " in head[:200]:
+        return "ply"  # ASCII or binary: the header is text either way
+    if head[:4] == b"glTF" and head[4:8] == b"\x02\x00\x00\x00":
+        return "glb"
+    if head.startswith(b"AutoCAD Binary DXF\r\n\x1a\x00"):
+        return "dxf"
     return _sniff_image(head)
 
 
@@ -258,10 +338,16 @@ def _sniff_image(head: bytes) -> str | None:  # noqa: C901 - a flat table of sig
         return "jp2"  # the JP2 container, or a bare JPEG 2000 codestream
     if head[:2] == b"\xff\x0a" or head[:12] == b"\x00\x00\x00\x0cJXL \r\n\x87\n":
         return "jxl"  # a bare JPEG XL codestream, or its container
+    if head[:4] == b"\x01\x00\x00\x00" and head[40:44] == b" EMF":
+        return "emf"  # an EMR_HEADER record, its signature at offset 40
+    if head[:4] == b"\xd7\xcd\xc6\x9a" or _is_wmf_header(head):
+        return "wmf"  # the placeable (Aldus) header, or a bare metafile header
     if head[:4] == b"qoif":
         return "qoi"
     if head[:6] == b"8BPS\x00\x01":
-        return "psd"  # Photoshop; version 2 (PSB, large documents) is not read
+        return "psd"  # Photoshop
+    if head[:6] == b"8BPS\x00\x02":
+        return "psb"  # Photoshop's large document format
     if head[:4] == b"DDS ":
         return "dds"
     if head[:4] == b"icns":
@@ -368,6 +454,8 @@ def _sniff_zip(path: Path) -> str:
     try:
         with zipfile.ZipFile(path) as zf:
             names = zf.namelist()
+            if any(n.lower() == "3d/3dmodel.model" for n in names):
+                return "3mf"  # the 3D manufacturing format's start part, at its usual place
             if "mimetype" in names:
                 info = zf.getinfo("mimetype")
                 if info.file_size < 200:
@@ -392,8 +480,25 @@ def _sniff_zip(path: Path) -> str:
     return "zip"
 
 
-def _sniff_ole(name: str) -> str:
+def _is_wmf_header(head: bytes) -> bool:
+    """A standard WMF header: in memory or on disk (1, 2), 9 words long, Windows 3.0 or later (0x0300, 0x0100)."""
+    return len(head) >= 18 and head[:4] in (b"\x01\x00\x09\x00", b"\x02\x00\x09\x00") \
+        and head[4:6] in (b"\x00\x03", b"\x00\x01")
+
+
+OLE_SNIFF_BYTES = 64 * 1024**2  # above this (and above any Outlook message FileKiln reads), the name decides
+
+
+def _sniff_ole(path: Path, name: str) -> str:
+    """An Outlook message by its directory (a property stream and ``__substg1.0_`` streams at the root);
+    Word, Excel and PowerPoint files by name, as their streams were never looked at. A directory that cannot
+    be read leaves it to the name, ``.msg`` included (a damaged message is then refused as damaged)."""
+    outlook = _is_outlook_message(path)
+    if outlook:
+        return "msg"
     suffix = Path(name).suffix.lower()
+    if outlook is None and suffix == ".msg":
+        return "msg"
     return {".xls": "xls", ".ppt": "ppt"}.get(suffix, "doc")
 
 
@@ -421,8 +526,9 @@ def _sniff_text(head: bytes, name: str) -> str | None:  # noqa: C901 - a flat ta
                 text = head.decode("utf-16") if head[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
             except UnicodeDecodeError:
                 text = ""
-            if not text:  # 8-bit text in a legacy encoding is taken only as a subtitle file
-                return _subtitle(head.decode("latin-1"))
+            if not text:  # 8-bit text in a legacy encoding is taken only as a subtitle file or a DXF drawing
+                legacy = head.decode("latin-1")
+                return _subtitle(legacy) or ("dxf" if _DXF.match(legacy.lstrip("\ufeff \t\r\n")) else None)
         else:
             text = head[: exc.start].decode("utf-8")
     stripped = text.lstrip("\ufeff \t\r\n").lower()
@@ -447,6 +553,9 @@ def _sniff_text(head: bytes, name: str) -> str | None:  # noqa: C901 - a flat ta
         return "xml"
     if _is_ttml(stripped):  # TTML without an XML declaration
         return "ttml"
+    model = _model_text(text)
+    if model is not None:
+        return model
     suffix = Path(name).suffix.lower()
     if suffix in (".html", ".htm"):
         return "html"
@@ -494,3 +603,47 @@ def _is_email(text: str) -> bool:
 def _is_ttml(lowered: str) -> bool:
     """Timed Text: a <tt> root in the TTML namespace, or in DFXP's older one (ttaf1)."""
     return bool(re.search(r"<tt[\s>]", lowered[:4096])) and ("ttml" in lowered[:4096] or "ttaf1" in lowered[:4096])
+
+
+def _is_outlook_message(path: Path) -> bool | None:
+    """The root storage holds ``__properties_version1.0`` and property streams; read by olefile, for files up
+    to :data:`OLE_SNIFF_BYTES` (the directory of a bigger one could take long to walk). ``None`` when the
+    directory cannot be read."""
+    if path.stat().st_size > OLE_SNIFF_BYTES:
+        return False
+    try:
+        import olefile
+    except ImportError:  # without it (it comes with extract-msg), an MSG is not told apart
+        return None
+    try:
+        with olefile.OleFileIO(str(path), raise_defects=olefile.DEFECT_INCORRECT) as ole:
+            root = [entry.name for entry in ole.root.kids]
+    except Exception:  # noqa: BLE001 - a damaged OLE2 file raises what the damage leads to
+        return None
+    return "__properties_version1.0" in root and any(n.startswith("__substg1.0_") for n in root)
+
+
+_DXF = re.compile(r"\A(?:\s*999\r?\n[^\n]*\n)*\s*0\s*\r?\n\s*SECTION\s*\r?\n\s*2\s*\r?\n\s*[A-Z]+")
+_OBJ_KEYWORDS = ("v", "vt", "vn", "vp", "f", "l", "p", "o", "g", "s", "mg", "usemtl", "mtllib", "cstype", "deg", "curv",
+                 "curv2", "surf", "parm", "trim", "hole", "end", "lod", "#", "")
+
+
+def _model_text(text: str) -> str | None:
+    """3D models and drawings in text: ASCII STL, OBJ, PLY, OFF, glTF (JSON) and DXF (group codes)."""
+    stripped = text.lstrip("\ufeff \t\r\n")
+    lowered = stripped[:4096].lower()
+    if lowered.startswith("solid") and ("facet" in lowered or "endsolid" in lowered):
+        return "stl"
+    first = stripped.split("\n", 1)[0].strip()
+    if first in ("OFF", "COFF", "NOFF", "CNOFF") or re.match(r"\A(?:C?N?OFF)\s+\d+\s+\d+", first):
+        return "off"
+    if stripped.startswith("{") and '"asset"' in stripped and re.search(r'"version"\s*:\s*"2', stripped):
+        return "gltf"
+    if _DXF.match(stripped):
+        return "dxf"
+    lines = stripped.splitlines()[:-1] or stripped.splitlines()  # the last may be cut off
+    words = [line.split(None, 1)[0] if line.strip() else "" for line in lines]
+    keywords = [w if not w.startswith("#") else "#" for w in words]
+    if "v" in keywords and all(w in _OBJ_KEYWORDS for w in keywords):
+        return "obj"
+    return None

@@ -37,8 +37,8 @@ def test_content_disposition_never_breaks_the_header(name: str) -> None:
 
 FORMAT_IDS = set(MIME_TYPES)
 # Formats the client's name may choose between, and only once the bytes are known to be text
-# (sniff's docstring); OLE containers are told apart by name too (doc, xls, ppt), since their
-# directory is not read.
+# (sniff's docstring); OLE containers are told apart by name too (doc, xls, ppt): only an Outlook
+# message (msg) is known by its directory, which random bytes never make.
 NAMED_TEXT = {"txt", "md", "csv", "rst", "json", "srt", "vtt", "html"}
 OLE = {"doc", "xls", "ppt"}
 CONTENT_TEXT = {"m3u8", "ffconcat", "html", "svg", "fb2", "xml",  # text told apart by what it starts with
