@@ -26,7 +26,7 @@ GB = 1024**3
 DEFAULT_MAX_INPUT = 5 * 1000**3  # the contract's "up to 5 GB"
 
 CATEGORIES = ("pdf", "images", "audio", "video", "documents", "ebooks", "ocr", "transcription", "ai", "subtitles",
-              "fonts", "archives")
+              "fonts", "archives", "3d")
 
 
 class ConversionError(Exception):

@@ -14,7 +14,7 @@ ToolIdRole = Qt.ItemDataRole.UserRole + 1
 CATEGORY_TITLES = {
     "pdf": "PDF", "images": "Images", "audio": "Audio", "video": "Video", "documents": "Documents",
     "ebooks": "E-books", "ocr": "OCR", "transcription": "Transcription", "ai": "AI",
-    "subtitles": "Subtitles", "fonts": "Fonts", "archives": "Archives",
+    "subtitles": "Subtitles", "fonts": "Fonts", "archives": "Archives", "3d": "3D and CAD",
 }
 
 
