@@ -3,7 +3,9 @@
 """Pillow (+ pillow-heif for HEIC): opening, decoding and encoding images for every tool that handles them.
 
 The image tools and the PDF tools that take images (``pdf-merge``, ``image-to-pdf``) open them
-through :func:`open_image`.
+through :func:`open_image`. Three kinds of input become pixels before Pillow sees them: SVG (rendered
+by resvg), camera RAW (developed by LibRaw, :mod:`converters.engines.rawphoto`) and Photoshop
+documents (flattened by psd-tools, :mod:`converters.engines.photoshop`).
 
 Every image is opened lazily and its header size checked against the pixel
 limit before any pixels are decoded, so a decompression bomb fails the job
@@ -19,6 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from converters.base import ConversionError, Engine, InputFile, ToolEnv
+from converters.engines import photoshop, rawphoto
+from converters.engines.photoshop import PHOTOSHOP_FORMATS
+from converters.engines.rawphoto import RAW_FORMATS, Development
 from converters.inputs.limits import pixel_limit, too_large
 
 if TYPE_CHECKING:
@@ -35,7 +40,8 @@ PILLOW_HEIF = Engine(
 # What the image tools write; they read these and the formats after them, which Pillow decodes but
 # nobody needs made anew (a TGA or PCX becomes a PNG when the output is "keep").
 WRITABLE_FORMATS = ("png", "jpg", "webp", "avif", "heic", "tiff", "bmp", "gif", "ico", "jxl", "jp2", "qoi")
-READ_ONLY_FORMATS = ("tga", "dds", "pcx", "icns", "sgi", "xbm", "ppm", "pgm", "pbm", "psd", "svg", "svgz")
+READ_ONLY_FORMATS = ("tga", "dds", "pcx", "icns", "sgi", "xbm", "ppm", "pgm", "pbm", *PHOTOSHOP_FORMATS, "svg", "svgz",
+                     *RAW_FORMATS)
 VECTOR_FORMATS = ("svg", "svgz")  # rendered by resvg at their own size (96 dpi) before any tool sees pixels
 IMAGE_FORMATS = WRITABLE_FORMATS + READ_ONLY_FORMATS
 ANIMATED = frozenset({"gif", "webp", "png", "avif"})  # both ends must be one of these to keep the animation
@@ -46,7 +52,7 @@ PIL_NAMES = {
     "tga": "TGA", "dds": "DDS", "pcx": "PCX", "icns": "ICNS", "sgi": "SGI", "xbm": "XBM", "ppm": "PPM",
     "pgm": "PPM", "pbm": "PPM", "psd": "PSD",
 }
-LAYERED = frozenset({"psd"})  # their frames are layers: the picture is the flattened composite alone
+LAYERED = frozenset(PHOTOSHOP_FORMATS)  # their layers are not frames: the picture is the flattened composite
 ICO_SIZES = (16, 24, 32, 48, 64, 128, 256)
 ANIMATION_PIXEL_FACTOR = 4  # all frames of an animation together may hold 4x the single-image limit
 # TIFF's own layout (size, strips, compression ...) shows up in getexif() of a TIFF; never carry it over.
@@ -89,14 +95,24 @@ def register_plugins(fmt: str | None = None) -> None:
         pillow_heif.register_avif_opener()
 
 
-def open_image(path: Path, fmt: str, limit: int) -> Image.Image:
-    """Open ``path`` lazily, refusing it (``input_too_large``) when its header promises too many pixels."""
+def open_image(
+    path: Path, fmt: str, limit: int, raw: Development | None = None, notes: list[str] | None = None
+) -> Image.Image:
+    """Open ``path`` lazily, refusing it (``input_too_large``) when its header promises too many pixels.
+
+    SVG is rendered, camera RAW developed (as ``raw`` says) and a Photoshop document flattened here, each
+    after its own size check; ``notes`` hears what the flattening left out.
+    """
     import warnings
 
     from PIL import Image, UnidentifiedImageError
 
     if fmt in VECTOR_FORMATS:
         return svg_image(path, fmt, limit)
+    if fmt in RAW_FORMATS:
+        return rawphoto.developed(path, limit, raw or Development())
+    if fmt in PHOTOSHOP_FORMATS:
+        return photoshop.flattened(path, limit, notes)
     register_plugins(fmt)
     # Pillow checks for bombs in open() only; for that call its limit follows ours (it errors at twice
     # the limit, we refuse at the limit), then the process-wide value is put back for other code.
@@ -149,6 +165,10 @@ def precheck_images(inputs: Sequence[InputFile], env: ToolEnv | None) -> None:
         if source.format in VECTOR_FORMATS:  # parsed and measured, not rendered, in the API's process
             root, _ = vectors.sanitise(vectors.read_svg(source.path, source.format))
             vectors.pixel_size(vectors.natural_size(root), None, None, limit)
+        elif source.format in PHOTOSHOP_FORMATS:  # header and layer counts only
+            photoshop.check(source.path, limit)
+        elif source.format in RAW_FORMATS:
+            continue  # LibRaw's parser is C: it reads the headers in the job's own process, not the API's
         elif source.format in IMAGE_FORMATS:
             open_image(source.path, source.format, limit).close()
 
@@ -197,14 +217,16 @@ def load_picture(
     *,
     all_frames: bool = True,
     progress: Callable[[float], None] = lambda fraction: None,
+    raw: Development | None = None,
+    notes: list[str] | None = None,
 ) -> Picture:
     """Decode ``path`` with EXIF orientation applied; every frame when animated and ``all_frames``.
 
-    ``progress`` hears the fraction of frames decoded.
+    ``progress`` hears the fraction of frames decoded; ``raw`` and ``notes`` go to :func:`open_image`.
     """
     from PIL import Image, ImageOps, ImageSequence
 
-    image = open_image(path, fmt, pixel_limit(env))
+    image = open_image(path, fmt, pixel_limit(env), raw, notes)
     try:
         exif = image.getexif()
         picture = Picture(frames=[], loop=int(image.info.get("loop", 0) or 0), source_format=fmt)

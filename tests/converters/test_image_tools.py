@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from converters.base import Cancelled, Context, ConversionError, InputFile, ToolEnv
 from converters.catalogue import load_catalogue
 from converters.engines.pictures import register_plugins
+from converters.engines.rawphoto import RAW_FORMATS
 from tests.converters import image_samples as samples_mod
 from tests.converters.runtool import run_tool
 
@@ -67,8 +68,9 @@ def test_every_image_tool_is_in_the_catalogue_under_images() -> None:
     for tool_id in IMAGE_TOOLS:
         tool = load_catalogue().get(tool_id)
         assert tool is not None and tool.category == "images" and tool.available()
-        # SVG: tests/converters/test_vector_tools.py; PSD (Pillow reads but does not write it): real files below
-        assert set(tool.accepts) == set(SOURCES) | {"svg", "svgz", "psd"}
+        # SVG: tests/converters/test_vector_tools.py; PSD: real files below; PSB and camera RAW:
+        # tests/converters/test_raw_psd_tools.py
+        assert set(tool.accepts) == set(SOURCES) | {"svg", "svgz", "psd", "psb", *RAW_FORMATS}
 
 
 def test_image_param_schemas_use_camel_case() -> None:
@@ -77,7 +79,7 @@ def test_image_param_schemas_use_camel_case() -> None:
     resize = load_catalogue().get("image-resize")
     assert convert is not None and compress is not None and resize is not None
     props = convert.params.model_json_schema(by_alias=True)["properties"]
-    assert set(props) == {"quality", "stripMetadata", "background"}
+    assert {"quality", "stripMetadata", "background"} <= set(props)  # RAW and PSD ones: test_raw_psd_tools.py
     assert (props["quality"]["minimum"], props["quality"]["maximum"], props["quality"]["default"]) == (1, 100, 85)
     assert "targetSizeKb" in compress.params.model_json_schema(by_alias=True)["properties"]
     resize_props = resize.params.model_json_schema(by_alias=True)["properties"]
