@@ -29,6 +29,7 @@ FAMILY = {
     "doc": "writer", "docx": "writer", "odt": "writer", "rtf": "writer", "txt": "writer", "html": "writer",
     "xls": "calc", "xlsx": "calc", "ods": "calc", "csv": "calc",
     "ppt": "impress", "pptx": "impress", "odp": "impress",
+    "emf": "draw", "wmf": "draw",  # metafiles open in Draw as one picture on one page
 }
 
 
@@ -36,6 +37,7 @@ FILTERS = {
     ("writer", "pdf"): "writer_pdf_Export",
     ("calc", "pdf"): "calc_pdf_Export",
     ("impress", "pdf"): "impress_pdf_Export",
+    ("draw", "pdf"): "draw_pdf_Export",
     ("writer", "docx"): "MS Word 2007 XML",
     ("writer", "odt"): "writer8",
     ("writer", "rtf"): "Rich Text Format",
@@ -56,7 +58,8 @@ CSV_OPTIONS = "44,34,76,1"
 STORE_OPTIONS = {("writer", "txt"): "UTF8", ("calc", "csv"): CSV_OPTIONS}
 
 
-LOAD_FILTERS = {"csv": ("Text - txt - csv (StarCalc)", CSV_OPTIONS)}
+LOAD_FILTERS = {"csv": ("Text - txt - csv (StarCalc)", CSV_OPTIONS),
+                "emf": ("EMF - MS Windows Metafile", None), "wmf": ("WMF - MS Windows Metafile", None)}
 
 
 def office_convert(
