@@ -179,6 +179,29 @@ def make_docx(path: Path) -> bool:
     return True
 
 
+def make_stl(path: Path) -> None:
+    """A tetrahedron, 10 units a side, in ASCII STL."""
+    corners = [("0 0 0", "10 0 0", "0 10 0"), ("0 0 0", "0 10 0", "0 0 10"), ("0 0 0", "0 0 10", "10 0 0"),
+               ("10 0 0", "0 0 10", "0 10 0")]
+    facets = "".join(f"facet normal 0 0 0\n outer loop\n  vertex {a}\n  vertex {b}\n  vertex {c}\n endloop\nendfacet\n"
+                     for a, b, c in corners)
+    path.write_text(f"solid tetra\n{facets}endsolid tetra\n")
+
+
+def make_dxf(path: Path) -> None:
+    """An R12 DXF with a line and a circle: group codes, one per line."""
+    codes = ["0", "SECTION", "2", "ENTITIES", "0", "LINE", "8", "0", "10", "0.0", "20", "0.0", "30", "0.0", "11",
+             "100.0", "21", "50.0", "31", "0.0", "0", "CIRCLE", "8", "0", "10", "50.0", "20", "25.0", "30", "0.0",
+             "40", "20.0", "0", "ENDSEC", "0", "EOF"]
+    path.write_text("\n".join(codes) + "\n")
+
+
+def make_psd(path: Path, width: int = 64, height: int = 48) -> None:
+    """A flat RGB Photoshop document: header, empty sections, raw planes of one colour (200, 100, 30)."""
+    header = b"8BPS" + struct.pack(">H6xHIIHH", 1, 3, height, width, 8, 3) + struct.pack(">IIIH", 0, 0, 0, 0)
+    path.write_bytes(header + b"".join(bytes([v]) * (width * height) for v in (200, 100, 30)))
+
+
 def pdf_text(path: Path) -> str:
     import pymupdf
 
@@ -383,6 +406,24 @@ class Run:
             check(image.format == "WEBP" and image.size == (640, 480),
                   f"image-convert gave {image.format} {image.size}")
         self.figures["job_image_convert_s"] = round(took, 2)
+
+    def formats_added(self) -> None:
+        """trimesh, ezdxf and psd-tools from the bundle: a model, a drawing and a Photoshop document."""
+        from PIL import Image
+
+        stl, dxf, psd = self.sb.inputs / "tetra.stl", self.sb.inputs / "plan.dxf", self.sb.inputs / "flat.psd"
+        make_stl(stl)
+        make_dxf(dxf)
+        make_psd(psd)
+        glb, took = self.api.convert("model-convert", stl, "glb", self.sb.outputs)
+        check(glb.read_bytes()[:4] == b"glTF", "model-convert did not write a GLB")
+        self.figures["job_model_convert_s"] = round(took, 2)
+        svg, _ = self.api.convert("cad-convert", dxf, "svg", self.sb.outputs)
+        check(b"<svg" in svg.read_bytes()[:2000], "cad-convert did not write an SVG")
+        png, _ = self.api.convert("image-convert", psd, "png", self.sb.outputs)
+        with Image.open(png) as image:
+            check(image.size == (64, 48) and image.convert("RGB").getpixel((5, 5)) == (200, 100, 30),
+                  f"image-convert of a PSD gave {image.size} {image.convert('RGB').getpixel((5, 5))}")
 
     def audio_convert(self) -> None:
         src = self.sb.inputs / "tone.wav"
@@ -640,6 +681,7 @@ def main() -> int:
             run.step("serve: /v1/docs with Swagger UI from the bundle", run.docs_page)
             run.step("API: pdf-compress", run.pdf_compress)
             run.step("API: image-convert", run.image_convert)
+            run.step("API: model-convert, cad-convert, a PSD (trimesh, ezdxf, psd-tools)", run.formats_added)
             for tool, name, fn in (("audio-convert", "API: audio-convert", run.audio_convert),
                                    ("document-to-pdf", "API: document-to-pdf (md: pandoc + typst)",
                                     run.document_to_pdf),
