@@ -55,9 +55,10 @@ class Switches:
         tools = tools | {tool_id} if disabled else tools - {tool_id}
         self.db.set_setting("disabled_tools", json.dumps(sorted(tools)))
 
-    def tool_status(self, tool: Tool) -> tuple[bool, str | None]:
-        """(available, why not): disabled here, or its engine or model is missing."""
-        if tool.id in self.disabled_tools():
+    def tool_status(self, tool: Tool, disabled: set[str] | None = None) -> tuple[bool, str | None]:
+        """(available, why not): disabled here, or its engine or model is missing. ``disabled``: the
+        disabled tools when the caller has read them already (one read for a whole list)."""
+        if tool.id in (self.disabled_tools() if disabled is None else disabled):
             return False, "This tool is disabled in the settings."
         reason = self.unavailable_reason(tool)
         return reason is None, reason
