@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PAGES_HINT = 'e.g. "1-3,5,8-"'
+TIME_HINT = "m:ss, h:mm:ss or seconds"
 _MISSING = object()
 _ACRONYMS = {"dpi": "DPI", "crf": "CRF", "fps": "FPS", "kb": "(KB)", "url": "URL", "pdf": "PDF", "llm": "LLM"}
 
@@ -42,7 +43,9 @@ def humanize_name(name: str) -> str:
 @dataclass(frozen=True)
 class FieldSpec:
     name: str  # the JSON name (the tool's alias), the key in params
-    kind: str  # enum | integer | number | boolean | string | pages | multi | number-or-text | lines | json
+    # enum | integer | number | boolean | string | pages | multi | number-or-text | lines | json
+    # | time (seconds, shown as m:ss) | colour (#rrggbb) | choice (a text from a known list)
+    kind: str
     label: str
     description: str = ""
     default: Any = None
@@ -58,7 +61,15 @@ class FieldSpec:
     min_length: int | None = None
     max_length: int | None = None
     secret: bool = False
+    unit: str = ""  # shown after the number: "kbps", "Hz", "dpi", "px", "%", "s" ...
+    common: tuple[Any, ...] = ()  # common values, offered in a drop-down
+    start: Any = None  # where a number goes from "Default" on the first step up
+    option_labels: dict[str, str] = field(default_factory=dict)  # str(value) -> what people read
+    option_help: dict[str, str] = field(default_factory=dict)  # str(value) -> a line on what it does
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def option_label(self, value: Any) -> str:
+        return self.option_labels.get(str(value), str(value))
 
     @property
     def initial(self) -> Any:
@@ -114,11 +125,15 @@ def _field(name: str, prop: dict[str, Any], required: bool) -> FieldSpec:
     elif typ == "integer":
         kind = "integer"
     elif typ == "number":
-        kind = "number"
+        kind = "time" if unit_of(name, prop) == "s" else "number"
     elif typ == "number-or-text":
         kind = "number-or-text"
     elif typ == "string" and is_pages_field(name, body):
         kind = "pages"
+    elif typ == "string" and is_colour_pattern(body.get("pattern")):
+        kind = "colour"
+    elif typ == "string" and body.get("examples") and prop.get("x-enumLabels"):
+        kind = "choice"  # the examples are the values to offer; the labels say what each is
     else:
         kind = "string"
     minimum, exclusive_min = _bound(body, "minimum", "exclusiveMinimum")
@@ -126,7 +141,17 @@ def _field(name: str, prop: dict[str, Any], required: bool) -> FieldSpec:
     options: tuple[Any, ...] = tuple(body.get("enum", ()))
     if kind == "multi":
         options = tuple(body["items"]["enum"])
+    elif kind == "choice":
+        options = tuple(body["examples"])
     has_default = "default" in prop
+    unit = unit_of(name, prop) if kind in ("integer", "number", "time") else ""
+    common: tuple[Any, ...] = ()
+    start = None
+    if kind in ("integer", "number"):
+        common = _in_range(tuple(sorted(prop.get("examples") or COMMON_VALUES.get(unit, ()))), minimum, maximum)
+        start = prop.get("x-suggested", START_VALUES.get(unit))
+        if start is None or _in_range((start,), minimum, maximum) == ():
+            start = common[len(common) // 2] if common else None
     return FieldSpec(
         name=name, kind=kind, label=humanize_name(name), description=str(prop.get("description", "")),
         default=prop.get("default"), has_default=has_default, required=required and not has_default,
@@ -134,7 +159,46 @@ def _field(name: str, prop: dict[str, Any], required: bool) -> FieldSpec:
         exclusive_minimum=exclusive_min, exclusive_maximum=exclusive_max, pattern=body.get("pattern"),
         min_length=body.get("minLength"), max_length=body.get("maxLength"),
         secret=body.get("format") == "password" or "password" in name.lower(),
+        unit=unit, common=common, start=start,
+        option_labels={str(k): str(v) for k, v in (prop.get("x-enumLabels") or {}).items()},
+        option_help={str(k): str(v) for k, v in (prop.get("x-enumDescriptions") or {}).items()},
     )
+
+
+# Common values and the first value from "Default", by unit, for fields whose schema gives none.
+COMMON_VALUES: dict[str, tuple[float, ...]] = {
+    "dpi": (72, 96, 150, 300, 600),
+    "kbps": (64, 96, 128, 160, 192, 256, 320),
+    "Hz": (22050, 44100, 48000, 96000),
+    "fps": (24, 25, 30, 50, 60),
+}
+START_VALUES: dict[str, float] = {"dpi": 150, "kbps": 128, "Hz": 44100, "fps": 30}
+# What a description says -> the unit, in this order (the first match wins).
+_UNIT_WORDS = (
+    (r"\bkbps\b", "kbps"), (r"\bin Hz\b", "Hz"), (r"dots per inch|\bdpi\b", "dpi"),
+    (r"(?i:frames? per second|frame rate)", "fps"), (r"\bseconds\b", "s"), (r"\bpixels\b", "px"),
+    (r"\bpercent(age)?\b", "%"), (r"\bdegrees\b", "°"), (r"\bin points\b|\bpoints \(1/72", "pt"),
+    (r"\bin MB\b", "MB"), (r"\bkilobytes\b", "KB"),
+)
+
+
+def unit_of(name: str, prop: dict[str, Any]) -> str:
+    """The unit a number is in: the schema's ``x-unit``, else read from the field's name and description."""
+    if prop.get("x-unit"):
+        return str(prop["x-unit"])
+    if "dpi" in name.lower():
+        return "dpi"
+    text = str(prop.get("description", ""))
+    return next((unit for pattern, unit in _UNIT_WORDS if re.search(pattern, text)), "")
+
+
+def is_colour_pattern(pattern: str | None) -> bool:
+    """A pattern for ``#rgb`` / ``#rrggbb`` colours."""
+    return bool(pattern) and "#" in str(pattern) and "0-9a-fA-F" in str(pattern)
+
+
+def _in_range(values: tuple[Any, ...], low: float | None, high: float | None) -> tuple[Any, ...]:
+    return tuple(v for v in values if (low is None or v >= low) and (high is None or v <= high))
 
 
 def _bound(body: dict[str, Any], inclusive: str, exclusive: str) -> tuple[float | None, bool]:
@@ -180,6 +244,50 @@ def field_text(spec: FieldSpec, value: Any) -> str:
     return json.dumps(value, indent=1, ensure_ascii=False)
 
 
+def parse_time(text: str) -> float | None:
+    """``"1:30"`` -> 90, ``"1:02:03.5"`` -> 3723.5, ``"90"`` -> 90, ``"-0:30"`` -> -30, ``""`` -> ``None``.
+
+    Raises ``ValueError`` for anything else (minutes or seconds past 59 after a colon, letters).
+    """
+    text = text.strip()
+    if not text:
+        return None
+    sign = -1.0 if text.startswith("-") else 1.0
+    parts = text.lstrip("+-").strip().split(":")
+    if len(parts) > 3 or not all(re.fullmatch(r"\d+(\.\d*)?|\.\d+", p.strip()) for p in parts):
+        raise ValueError(text)
+    numbers = [float(p) for p in parts]
+    if any(n >= 60 for n in numbers[1:]) or any("." in p for p in parts[:-1]):
+        raise ValueError(text)
+    seconds = 0.0
+    for n in numbers:
+        seconds = seconds * 60 + n
+    return sign * seconds
+
+
+def format_time(seconds: float) -> str:
+    """``90`` -> ``"1:30"``, ``3723.5`` -> ``"1:02:03.5"``, ``-30`` -> ``"-0:30"``."""
+    sign = "-" if seconds < 0 else ""
+    whole, fraction = divmod(round(abs(seconds), 3), 1)
+    hours, rest = divmod(int(whole), 3600)
+    minutes, secs = divmod(rest, 60)
+    tail = f"{fraction:.3f}".rstrip("0").rstrip(".")[1:] if fraction else ""
+    if hours:
+        return f"{sign}{hours}:{minutes:02d}:{secs:02d}{tail}"
+    return f"{sign}{minutes}:{secs:02d}{tail}"
+
+
+def time_value(text: str) -> float | int | Unparsed | None:
+    """What a ``time`` field holds: seconds (a whole number when whole), ``None`` when empty."""
+    try:
+        seconds = parse_time(text)
+    except ValueError:
+        return Unparsed(text, f"not a time ({TIME_HINT}, e.g. 1:30)")
+    if seconds is None:
+        return None
+    return int(seconds) if seconds == int(seconds) else seconds
+
+
 def validate_value(spec: FieldSpec, value: Any) -> str | None:
     """Why ``value`` does not fit ``spec``, in a short sentence; ``None`` when it does.
 
@@ -194,12 +302,14 @@ def validate_value(spec: FieldSpec, value: Any) -> str | None:
     if spec.kind == "multi":
         bad = [v for v in value if v not in spec.options]
         return f"unknown choice {bad[0]!r}" if bad else None
-    if spec.kind in ("integer", "number"):
+    if isinstance(value, Unparsed):
+        return value.error if spec.kind == "time" else f"not valid JSON ({value.error})"
+    if spec.kind in ("integer", "number", "time"):
         return _check_range(spec, float(value))
+    if spec.kind == "choice":
+        return None  # the tool's own model decides (a model may also be a folder's path)
     if spec.kind == "number-or-text":
         return None
-    if isinstance(value, Unparsed):
-        return f"not valid JSON ({value.error})"
     if spec.kind in ("lines", "json"):
         return None  # the tool's own model checks the entries (the form's checker)
     text = str(value)
@@ -208,7 +318,9 @@ def validate_value(spec: FieldSpec, value: Any) -> str | None:
     if spec.max_length is not None and len(text) > spec.max_length:
         return f"at most {spec.max_length} characters"
     if spec.pattern and re.search(spec.pattern, text) is None:
-        return f"not a page range ({PAGES_HINT})" if spec.kind == "pages" else "not in the expected form"
+        if spec.kind == "pages":
+            return f"not a page range ({PAGES_HINT})"
+        return "not a colour (#rrggbb, e.g. #ff8800)" if spec.kind == "colour" else "not in the expected form"
     return None
 
 

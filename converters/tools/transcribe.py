@@ -33,6 +33,24 @@ WHISPER_NAMES = (
     "tiny", "tiny.en", "base", "base.en", "small", "small.en", "medium", "medium.en",
     "large-v1", "large-v2", "large-v3", "large-v3-turbo", "distil-large-v3",
 )  # fmt: skip
+# What people read for the models and languages the form offers (the schema's x-enumLabels).
+WHISPER_LABELS: dict[str, Any] = {
+    "tiny": "Tiny: fastest, least accurate (75 MB)", "tiny.en": "Tiny, English only (75 MB)",
+    "base": "Base: fast (145 MB)", "base.en": "Base, English only (145 MB)",
+    "small": "Small: good balance (485 MB)", "small.en": "Small, English only (485 MB)",
+    "medium": "Medium: accurate, slow (1.5 GB)", "medium.en": "Medium, English only (1.5 GB)",
+    "large-v1": "Large v1 (3 GB)", "large-v2": "Large v2 (3 GB)",
+    "large-v3": "Large v3: most accurate, slowest (3 GB)",
+    "large-v3-turbo": "Large v3 Turbo: accurate, faster (1.6 GB)",
+    "distil-large-v3": "Distil Large v3: English, fast (1.5 GB)",
+}
+LANGUAGES: dict[str, Any] = {
+    "auto": "Detect automatically", "en": "English", "de": "German", "fr": "French", "es": "Spanish",
+    "it": "Italian", "pt": "Portuguese", "nl": "Dutch", "pl": "Polish", "cs": "Czech", "sv": "Swedish",
+    "da": "Danish", "no": "Norwegian", "fi": "Finnish", "el": "Greek", "tr": "Turkish", "ru": "Russian",
+    "uk": "Ukrainian", "ar": "Arabic", "he": "Hebrew", "hi": "Hindi", "zh": "Chinese", "ja": "Japanese",
+    "ko": "Korean", "vi": "Vietnamese", "id": "Indonesian",
+}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 DECODE_SHARE = 0.1  # of the progress bar; the rest follows the transcript's time
 
@@ -45,11 +63,18 @@ PYAV = Engine("PyAV", module="av", distribution="av", install_hint="pip install 
 class TranscribeParams(Params):
     """Parameters of ``transcribe``."""
 
-    language: str = Field("auto", description="Spoken language as a code like 'en' or 'de', or 'auto' to detect it.")
+    language: str = Field(
+        "auto",
+        description="Spoken language as a code like 'en' or 'de', or 'auto' to detect it.",
+        examples=list(LANGUAGES),
+        json_schema_extra={"x-enumLabels": LANGUAGES},
+    )
     model: str = Field(
         "tiny",
         description="Whisper model: tiny, base, small, medium, large-v3 (and .en variants), "
         "or the absolute path of a CTranslate2 model folder.",
+        examples=list(WHISPER_NAMES),
+        json_schema_extra={"x-enumLabels": WHISPER_LABELS},
     )
     translate: bool = Field(False, description="Translate the speech to English instead of transcribing it.")
     word_timestamps: bool = Field(

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 
 from desktop.models.tools import ToolInfo, format_label
 from desktop.store import CLASH_POLICIES, Prefs, PresetStore
+from desktop.views.field_editors import guard_wheel
 from desktop.views.params_form import ParamsForm
 
 CLASH_LABELS = {"rename": "Keep both (rename the new file)", "overwrite": "Overwrite", "skip": "Skip"}
@@ -137,6 +138,8 @@ class OptionsPane(QWidget):
         self.next_to_input.toggled.connect(self._output_changed)
         self.clash_combo.currentIndexChanged.connect(self._output_changed)
         self.form.validity_changed.connect(self.validity_changed)
+        for combo in (self.format_combo, self.preset_combo, self.clash_combo):
+            guard_wheel(combo)  # the wheel scrolls the pane, not the choice under the pointer
         self.set_tool(None)
 
     # ---- the tool ----

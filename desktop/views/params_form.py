@@ -1,9 +1,11 @@
 """A tool's parameters as a form, built from its JSON Schema.
 
-enums -> combo boxes, numbers -> spin boxes with the schema's range, booleans -> check
-boxes, page ranges -> validated text, several-of-a-list -> check boxes; optional values
-get a "Default" choice. ``params()`` gives what to send: the choices that differ from the
-tool's defaults.
+enums -> combo boxes with the schema's labels (``x-enumLabels``) and a line on the chosen value
+(``x-enumDescriptions``); numbers -> spin boxes with the schema's range, unit and common values;
+times -> m:ss; colours -> text and a picker; booleans -> check boxes; page ranges -> validated
+text; several-of-a-list -> check boxes; optional values get a "Default" choice. Each field says
+under it, in red, what is wrong with it as it is typed. ``params()`` gives what to send: the
+choices that differ from the tool's defaults.
 """
 
 from __future__ import annotations
@@ -11,17 +13,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QFormLayout,
-    QGridLayout,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMenu,
     QPlainTextEdit,
     QSpinBox,
+    QToolButton,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -36,34 +42,27 @@ from desktop.schema_fields import (
     params_from_values,
     validate_value,
 )
+from desktop.views.field_editors import (
+    ChooseColour,
+    ColourEdit,
+    DecimalBox,
+    MultiChoice,
+    NumberBox,
+    TimeEdit,
+    guard_wheel,
+    pick_colour,
+)
+
+__all__ = ["Checker", "MultiChoice", "ParamsForm"]
 
 INT_LIMIT = 2_000_000_000
 DEFAULT_TEXT = "Default"
+ERROR_STYLE = "color: #d33;"  # red that reads on light and dark palettes alike
+HINT_STYLE = "color: palette(mid);"
 
 
-class MultiChoice(QWidget):
-    """Several of a fixed list, as check boxes."""
-
-    changed = Signal()
-
-    def __init__(self, options: tuple[Any, ...], parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        grid = QGridLayout(self)
-        grid.setContentsMargins(0, 0, 0, 0)
-        self.boxes: dict[Any, QCheckBox] = {}
-        for i, option in enumerate(options):
-            box = QCheckBox(str(option))
-            box.toggled.connect(self.changed)
-            grid.addWidget(box, i // 3, i % 3)
-            self.boxes[option] = box
-
-    def value(self) -> list[Any]:
-        return [o for o, b in self.boxes.items() if b.isChecked()]
-
-    def set_value(self, values: list[Any] | None) -> None:
-        chosen = set(values or [])
-        for option, box in self.boxes.items():
-            box.setChecked(option in chosen)
+def _number(value: float) -> str:
+    return str(int(value)) if value == int(value) else str(value)
 
 
 Checker = Callable[[dict[str, Any]], dict[str, str]]
@@ -79,13 +78,15 @@ class ParamsForm(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.checker: Checker | None = None
+        self.choose_colour: ChooseColour | None = None  # None: the colour dialog
         self._layout = QFormLayout(self)
         self._layout.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self.specs: list[FieldSpec] = []
         self.editors: dict[str, QWidget] = {}
-        self.error_label = QLabel()
-        self.error_label.setWordWrap(True)
-        self.error_label.setObjectName("formErrors")
+        self.field_errors: dict[str, QLabel] = {}  # under each field: what is wrong with it
+        self.hints: dict[str, QLabel] = {}  # under a choice: what the chosen value does
+        self.common_buttons: dict[str, QToolButton] = {}  # beside a number: its common values
+        self.error_label = QLabel()  # problems that belong to no one field
         self._valid = True
         self._empty = QLabel("This tool has no settings.")
 
@@ -96,9 +97,8 @@ class ParamsForm(QWidget):
         self.checker = checker
         while self._layout.rowCount():
             self._layout.removeRow(0)  # deletes the row's widgets
-        self.editors = {}
-        self.error_label = QLabel()
-        self.error_label.setWordWrap(True)
+        self.editors, self.field_errors, self.hints, self.common_buttons = {}, {}, {}, {}
+        self.error_label = self._red_label("formErrors")
         self.specs = fields_from_schema(schema or {})
         for spec in self.specs:
             editor = self._editor(spec)
@@ -106,44 +106,99 @@ class ParamsForm(QWidget):
             editor.setToolTip(spec.description)
             editor.setAccessibleName(spec.label)
             editor.setAccessibleDescription(spec.description)
+            guard_wheel(editor)
             self.editors[spec.name] = editor
             label = QLabel(spec.label + ("*" if spec.required else ""))
             label.setToolTip(spec.description)
             label.setBuddy(editor)
-            self._layout.addRow(label, editor)
+            self._layout.addRow(label, self._field_box(spec, editor))
         if not self.specs:
             self._empty = QLabel("This tool has no settings.")
             self._layout.addRow(self._empty)
         self._layout.addRow(self.error_label)
         self.set_values(values or {})
 
+    @staticmethod
+    def _red_label(name: str) -> QLabel:
+        label = QLabel()
+        label.setWordWrap(True)
+        label.setObjectName(name)
+        label.setStyleSheet(ERROR_STYLE)
+        label.setVisible(False)
+        return label
+
+    def _field_box(self, spec: FieldSpec, editor: QWidget) -> QWidget:
+        """The editor, its common values, a line on the chosen value and the field's error, stacked."""
+        box = QWidget()
+        column = QVBoxLayout(box)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(2)
+        if spec.common and isinstance(editor, QSpinBox | QDoubleSpinBox):
+            row = QHBoxLayout()
+            row.addWidget(editor, 1)
+            row.addWidget(self._common_button(spec, editor))
+            column.addLayout(row)
+        else:
+            column.addWidget(editor)
+        if spec.option_help:
+            hint = QLabel()
+            hint.setWordWrap(True)
+            hint.setObjectName(f"hint_{spec.name}")
+            hint.setStyleSheet(HINT_STYLE)
+            self.hints[spec.name] = hint
+            column.addWidget(hint)
+        error = self._red_label(f"error_{spec.name}")
+        error.setAccessibleName(f"{spec.label}: problem")
+        self.field_errors[spec.name] = error
+        column.addWidget(error)
+        return box
+
+    def _common_button(self, spec: FieldSpec, editor: QSpinBox | QDoubleSpinBox) -> QToolButton:
+        button = QToolButton()
+        button.setText("▾")
+        button.setToolTip(f"Common values for {spec.label.lower()}")
+        button.setAccessibleName(f"Common values for {spec.label.lower()}")
+        button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        menu = QMenu(button)
+        for value in spec.common:
+            action = menu.addAction(f"{_number(value)} {spec.unit}".strip())
+            action.triggered.connect(lambda _=False, v=value: editor.setValue(v))
+        button.setMenu(menu)
+        self.common_buttons[spec.name] = button
+        return button
+
     def _editor(self, spec: FieldSpec) -> QWidget:
         editor: QWidget
-        if spec.kind == "enum":
+        if spec.kind in ("enum", "choice"):
             combo = QComboBox()
             if spec.nullable or (not spec.has_default and not spec.required):
                 combo.addItem(DEFAULT_TEXT, None)
             for option in spec.options:
-                combo.addItem(str(option), option)
+                combo.addItem(spec.option_label(option), option)
+                if str(option) in spec.option_help:
+                    combo.setItemData(combo.count() - 1, spec.option_help[str(option)], Qt.ItemDataRole.ToolTipRole)
             combo.currentIndexChanged.connect(self._on_change)
             editor = combo
         elif spec.kind == "integer":
-            spin = QSpinBox()
+            spin = NumberBox(spec.start, spec.common, spec.nullable)
             low = int(spec.minimum) + (1 if spec.exclusive_minimum else 0) if spec.minimum is not None else -INT_LIMIT
             high = int(spec.maximum) - (1 if spec.exclusive_maximum else 0) if spec.maximum is not None else INT_LIMIT
             if spec.nullable:
                 low -= 1
                 spin.setSpecialValueText(DEFAULT_TEXT)
             spin.setRange(low, high)
+            if spec.unit:
+                spin.setSuffix(f" {spec.unit}")
             spin.valueChanged.connect(self._on_change)
             editor = spin
         elif spec.kind == "number":
-            dspin = QDoubleSpinBox()
+            dspin = DecimalBox(spec.start, spec.common, spec.nullable)
             low_f = spec.minimum if spec.minimum is not None else -1e9
             high_f = spec.maximum if spec.maximum is not None else 1e9
             small = high_f - low_f <= 2
             step = 0.05 if small else 1.0
-            dspin.setDecimals(2)
+            exact = [*spec.common, *([spec.default] if isinstance(spec.default, int | float) else [])]
+            dspin.setDecimals(3 if any(c != round(c, 2) for c in exact) else 2)  # 23.976 fps stays 23.976
             dspin.setSingleStep(step)
             if spec.exclusive_minimum:
                 low_f += 0.01
@@ -153,14 +208,30 @@ class ParamsForm(QWidget):
                 low_f -= step
                 dspin.setSpecialValueText(DEFAULT_TEXT)
             dspin.setRange(low_f, high_f)
+            if spec.unit:
+                dspin.setSuffix(f" {spec.unit}")
             dspin.valueChanged.connect(self._on_change)
             editor = dspin
+        elif spec.kind == "time":
+            time = TimeEdit()
+            if spec.has_default and spec.default is not None:
+                time.setPlaceholderText(f"{spec.default} s — {time.placeholderText()}")
+            elif not spec.required:
+                time.setPlaceholderText(f"{DEFAULT_TEXT} — {time.placeholderText()}")
+            time.textChanged.connect(self._on_change)
+            editor = time
+        elif spec.kind == "colour":
+            colour = ColourEdit(lambda current, parent: self._pick_colour(current, parent))
+            if spec.default is None and not spec.required:
+                colour.line.setPlaceholderText("#rrggbb, or empty for the default")
+            colour.textChanged.connect(self._on_change)
+            editor = colour
         elif spec.kind == "boolean":
             box = QCheckBox()
             box.toggled.connect(self._on_change)
             editor = box
         elif spec.kind == "multi":
-            multi = MultiChoice(spec.options)
+            multi = MultiChoice(spec.options, spec.option_label)
             multi.changed.connect(self._on_change)
             editor = multi
         elif spec.kind in ("lines", "json"):
@@ -186,6 +257,9 @@ class ParamsForm(QWidget):
             editor = line
         return editor
 
+    def _pick_colour(self, current: QColor, parent: QWidget) -> QColor | None:
+        return (self.choose_colour or pick_colour)(current, parent)
+
     # ---- values ----
 
     def value_of(self, spec: FieldSpec) -> Any:
@@ -198,12 +272,12 @@ class ParamsForm(QWidget):
             return editor.value()
         if isinstance(editor, QCheckBox):
             return editor.isChecked()
-        if isinstance(editor, MultiChoice):
+        if isinstance(editor, MultiChoice | TimeEdit):
             return editor.value()
         if isinstance(editor, QPlainTextEdit):
             text = editor.toPlainText()
             return lines_value(text) if spec.kind == "lines" else json_value(text)
-        assert isinstance(editor, QLineEdit)
+        assert isinstance(editor, QLineEdit | ColourEdit)
         if spec.kind == "number-or-text":
             return coerce_number_or_text(editor.text())
         return editor.text() or None
@@ -230,6 +304,9 @@ class ParamsForm(QWidget):
         try:
             if isinstance(editor, QComboBox):
                 index = editor.findData(value)
+                if index < 0 and spec.kind == "choice" and value:
+                    editor.addItem(str(value), value)  # e.g. a model folder chosen through the API
+                    index = editor.count() - 1
                 if index < 0:
                     index = max(editor.findData(spec.default), 0)
                 editor.setCurrentIndex(index)
@@ -241,12 +318,16 @@ class ParamsForm(QWidget):
                 editor.setChecked(bool(value))
             elif isinstance(editor, MultiChoice):
                 editor.set_value(value if isinstance(value, list) else None)
+            elif isinstance(editor, TimeEdit):
+                editor.set_value(value if isinstance(value, int | float) else None)
             elif isinstance(editor, QPlainTextEdit):
                 editor.setPlainText(field_text(spec, value))
-            elif isinstance(editor, QLineEdit):
+            elif isinstance(editor, QLineEdit | ColourEdit):
                 editor.setText("" if value is None else str(value))
         finally:
             editor.blockSignals(False)
+        if isinstance(editor, ColourEdit):
+            editor.line.textChanged.emit(editor.text())  # the swatch follows (signals were not blocked there)
 
     # ---- validation ----
 
@@ -263,17 +344,32 @@ class ParamsForm(QWidget):
     def is_valid(self) -> bool:
         return not self.errors()
 
+    def problem_text(self) -> str:
+        """Why these settings cannot be used, in one sentence; empty when they can."""
+        errors = self.errors()
+        marked = [self._label(n) for n in errors if n in self.field_errors]
+        if marked:
+            return f"Check the settings marked in red: {', '.join(marked)}."
+        return f"Settings: {next(iter(errors.values()))}." if errors else ""
+
     def _on_change(self, *_: object) -> None:
         errors = self.errors()
         for spec in self.specs:
+            problem = errors.get(spec.name)
             editor = self.editors[spec.name]
-            invalid = spec.name in errors
-            if isinstance(editor, QLineEdit):
-                # a red frame reads in light and dark palettes alike
-                editor.setStyleSheet("QLineEdit { border: 1px solid #d33; }" if invalid else "")
-                editor.setToolTip(f"{spec.label}: {errors[spec.name]}" if invalid else spec.description)
-        self.error_label.setText("\n".join(f"{self._label(n)}: {m}" for n, m in errors.items()))
-        self.error_label.setVisible(bool(errors))
+            line = editor.line if isinstance(editor, ColourEdit) else editor
+            if isinstance(line, QLineEdit):
+                line.setStyleSheet("QLineEdit { border: 1px solid #d33; }" if problem else "")
+            editor.setToolTip(f"{spec.label}: {problem}" if problem else spec.description)
+            self.field_errors[spec.name].setText(problem or "")
+            self.field_errors[spec.name].setVisible(bool(problem))
+            if spec.name in self.hints:
+                self.hints[spec.name].setText(spec.option_help.get(str(self.value_of(spec)), ""))
+                self.hints[spec.name].setVisible(bool(self.hints[spec.name].text()))
+        general = {n: m for n, m in errors.items() if n not in self.field_errors}
+        self.error_label.setText("\n".join(m if n == "params" else f"{self._label(n)}: {m}"
+                                           for n, m in general.items()))
+        self.error_label.setVisible(bool(general))
         valid = not errors
         if valid != self._valid:
             self._valid = valid

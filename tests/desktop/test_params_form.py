@@ -66,10 +66,12 @@ def test_page_ranges_are_validated_as_typed(qtbot: QtBot, tools: dict[str, ToolI
     with qtbot.waitSignal(form.validity_changed) as blocker:
         pages.setText("1-3;x")
     assert blocker.args == [False]
-    assert "pages" in form.errors() and "page range" in form.error_label.text()
+    error = form.field_errors["pages"]  # said at the field, not in a list at the end of the form
+    assert "pages" in form.errors() and "page range" in error.text() and not error.isHidden()
+    assert form.error_label.isHidden()
     with qtbot.waitSignal(form.validity_changed) as blocker:
         pages.setText("1-3,5")
-    assert blocker.args == [True] and form.is_valid()
+    assert blocker.args == [True] and form.is_valid() and error.isHidden()
 
 
 def test_the_form_produces_the_right_params(qtbot: QtBot, tools: dict[str, ToolInfo],

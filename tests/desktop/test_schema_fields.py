@@ -11,10 +11,14 @@ from desktop.schema_fields import (
     coerce_number_or_text,
     field_text,
     fields_from_schema,
+    format_time,
     humanize_name,
     json_value,
     lines_value,
     params_from_values,
+    parse_time,
+    time_value,
+    unit_of,
     validate_value,
 )
 from localapi.config import load_settings
@@ -38,7 +42,7 @@ def test_every_catalogue_schema_reads_without_error(schemas: dict[str, dict[str,
     for tool_id, schema in schemas.items():
         for spec in fields_from_schema(schema):
             assert spec.kind in {"enum", "integer", "number", "boolean", "string", "pages", "multi",
-                                 "number-or-text", "lines", "json"}, (tool_id, spec)
+                                 "number-or-text", "lines", "json", "time", "colour", "choice"}, (tool_id, spec)
             assert validate_value(spec, spec.initial) in (None, "required"), (tool_id, spec)
 
 
@@ -120,3 +124,46 @@ def test_lists_of_texts_are_lines_and_records_and_maps_are_json(schemas: dict[st
     # text that is not JSON yet is never sent
     assert params_from_values([fill["values"], fill["flatten"]], {"values": broken, "flatten": True}) == {
         "flatten": True}
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("90", 90), ("1:30", 90), ("01:30", 90), ("1:02:03.5", 3723.5), ("0:00.25", 0.25), ("-0:30", -30), ("", None),
+])
+def test_times_are_read_as_people_write_them(text: str, seconds: float | None) -> None:
+    assert parse_time(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["1:75", "1:2:3:4", "a:10", "1.5:00", "::", "1 min"])
+def test_what_is_not_a_time_is_refused_in_words(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_time(text)
+    value = time_value(text)
+    assert isinstance(value, Unparsed) and value.error.startswith("not a time")
+
+
+def test_times_are_shown_as_minutes_and_seconds() -> None:
+    assert [format_time(s) for s in (0, 5, 90, 3723.5, -30, 59.999)] == [
+        "0:00", "0:05", "1:30", "1:02:03.5", "-0:30", "0:59.999"]
+    assert all(parse_time(format_time(s)) == s for s in (0, 5, 90, 3723.5, -30, 7200))
+
+
+def test_units_come_from_the_schema_or_the_field_s_words() -> None:
+    assert unit_of("anything", {"x-unit": "kbps", "description": "in pixels"}) == "kbps"
+    assert unit_of("imageDpi", {"description": "Resample images above this resolution"}) == "dpi"
+    assert unit_of("width", {"description": "Width in pixels; default the video's."}) == "px"
+    assert unit_of("fps", {"description": "Frames per second of the GIF."}) == "fps"
+    assert unit_of("start", {"description": "Trim: start time in seconds."}) == "s"
+    assert unit_of("quality", {"description": "Quality of lossy output, 1-100."}) == ""
+
+
+def test_colours_times_and_known_choices_get_their_own_kinds(schemas: dict[str, dict[str, Any]]) -> None:
+    assert by_name(schemas["pdf-watermark"])["color"].kind == "colour"
+    trim = by_name(schemas["audio-convert"])
+    assert trim["start"].kind == "time" and trim["end"].exclusive_minimum
+    assert validate_value(trim["end"], 0) == "must be more than 0"
+    model = by_name(schemas["transcribe"])["model"]
+    assert model.kind == "choice" and "large-v3" in model.options and model.option_label("tiny").startswith("Tiny")
+    bitrate = by_name(schemas["audio-convert"])["bitrate"]
+    assert (bitrate.unit, bitrate.start) == ("kbps", 128) and 320 in bitrate.common
+    dpi = by_name(schemas["font-preview"])["dpi"]  # common values outside the field's range are left out
+    assert dpi.common == (72, 96, 150, 300)

@@ -56,9 +56,18 @@ def map_frames(picture: Picture, change: Callable[[Image.Image], Image.Image], c
 
 
 class ResizeParams(ImageParams):
-    width: int | None = Field(None, ge=1, le=30000, description="Target width in pixels.")
-    height: int | None = Field(None, ge=1, le=30000, description="Target height in pixels.")
-    percent: float | None = Field(None, gt=0, le=1000, description="Scale both sides by this percentage instead.")
+    width: int | None = Field(
+        None, ge=1, le=30000, description="Target width in pixels.",
+        json_schema_extra={"x-unit": "px", "examples": [320, 640, 800, 1024, 1280, 1920, 2560, 3840]},
+    )
+    height: int | None = Field(
+        None, ge=1, le=30000, description="Target height in pixels.",
+        json_schema_extra={"x-unit": "px", "examples": [240, 480, 600, 720, 768, 1080, 1440, 2160]},
+    )
+    percent: float | None = Field(
+        None, gt=0, le=1000, description="Scale both sides by this percentage instead.",
+        json_schema_extra={"x-unit": "%", "examples": [25, 50, 75, 150, 200]},
+    )
     fit: Literal["contain", "cover", "exact"] = Field(
         "contain",
         description="With width and height: contain fits inside the box, cover fills it and crops the overflow, "

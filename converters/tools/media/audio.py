@@ -87,10 +87,12 @@ class AudioParams(Params):
     """Parameters of ``audio-convert`` and ``video-to-audio``."""
 
     bitrate: int | None = Field(
-        default=None, ge=8, le=512, description="Bitrate in kbps (lossy outputs). Default: 192 (MP3, M4A), 128 (Opus)."
+        default=None, ge=8, le=512, description="Bitrate in kbps (lossy outputs). Default: 192 (MP3, M4A), 128 (Opus).",
+        json_schema_extra={"x-unit": "kbps", "examples": [64, 96, 128, 160, 192, 256, 320], "x-suggested": 128},
     )
     sample_rate: int | None = Field(
-        default=None, alias="sampleRate", ge=8000, le=192000, description="Sample rate in Hz. Default: the input's."
+        default=None, alias="sampleRate", ge=8000, le=192000, description="Sample rate in Hz. Default: the input's.",
+        json_schema_extra={"x-unit": "Hz", "examples": [22050, 44100, 48000, 96000], "x-suggested": 44100},
     )
     channels: int | None = Field(
         default=None, ge=1, le=8, description="Channels (1 = mono, 2 = stereo). Default: the input's."

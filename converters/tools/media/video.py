@@ -140,21 +140,43 @@ class VideoParams(Params):
         default=None,
         alias="videoCodec",
         description="h264 or h265 (mp4, mov, mkv), vp9 or av1 (webm, mkv; av1 also mp4). Default: first listed.",
+        json_schema_extra={
+            "x-enumLabels": {"h264": "H.264 (most compatible)", "h265": "H.265 / HEVC (smaller, slower)",
+                             "vp9": "VP9 (open, for the web)", "av1": "AV1 (smallest, slowest)"},
+            "x-enumDescriptions": {
+                "h264": "Plays on nearly every phone, browser and TV.",
+                "h265": "About half the size of H.264 at the same quality; newer devices play it, encoding is slower.",
+                "vp9": "Royalty-free, about as small as H.265; plays in browsers (WebM).",
+                "av1": "The smallest files; encoding is much slower, and older devices cannot play it.",
+            },
+        },
     )
     crf: int | None = Field(
         default=None, ge=0, le=63, description="Constant quality, lower is better (0-51 for h264/h265, 0-63 otherwise)."
     )
     preset: Preset | None = Field(default=None, description="Encoder speed in x264's names. Default: medium.")
-    width: int | None = Field(default=None, ge=16, le=8192, description="Output width; height keeps the aspect.")
-    height: int | None = Field(default=None, ge=16, le=8192, description="Output height; with width: fit inside.")
-    fps: float | None = Field(default=None, gt=0, le=240, description="Output frame rate. Default: the input's.")
+    width: int | None = Field(
+        default=None, ge=16, le=8192, description="Output width in pixels; height keeps the aspect.",
+        json_schema_extra={"x-unit": "px", "examples": [426, 640, 854, 1280, 1920, 2560, 3840], "x-suggested": 1280},
+    )
+    height: int | None = Field(
+        default=None, ge=16, le=8192, description="Output height in pixels; with width: fit inside.",
+        json_schema_extra={"x-unit": "px", "examples": [240, 360, 480, 720, 1080, 1440, 2160], "x-suggested": 720},
+    )
+    fps: float | None = Field(
+        default=None, gt=0, le=240, description="Output frame rate. Default: the input's.",
+        json_schema_extra={"x-unit": "fps", "examples": [23.976, 24, 25, 29.97, 30, 50, 60], "x-suggested": 30},
+    )
     start: float | None = Field(default=None, ge=0, description="Trim: start time in seconds.")
     end: float | None = Field(default=None, gt=0, description="Trim: end time in seconds.")
     audio_codec: AudioCodecName | None = Field(
-        default=None, alias="audioCodec", description="aac, opus, mp3 or flac. Default: aac (opus for webm)."
+        default=None, alias="audioCodec", description="aac, opus, mp3 or flac. Default: aac (opus for webm).",
+        json_schema_extra={"x-enumLabels": {"aac": "AAC (most compatible)", "opus": "Opus (best at low bitrates)",
+                                            "mp3": "MP3", "flac": "FLAC (lossless, large)"}},
     )
     audio_bitrate: int | None = Field(
-        default=None, alias="audioBitrate", ge=8, le=512, description="Audio bitrate in kbps. Default: 128 (96 opus)."
+        default=None, alias="audioBitrate", ge=8, le=512, description="Audio bitrate in kbps. Default: 128 (96 opus).",
+        json_schema_extra={"x-unit": "kbps", "examples": [64, 96, 128, 160, 192, 256, 320], "x-suggested": 128},
     )
     remove_audio: bool = Field(default=False, alias="removeAudio", description="Drop the audio.")
 
