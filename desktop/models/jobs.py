@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtGui import QColor
 
 from desktop.models.table import RowTableModel
 from localapi.core.codes import friendly_text
@@ -16,6 +19,9 @@ from localapi.core.states import JobStatus
 JobIdRole = Qt.ItemDataRole.UserRole + 1
 ProgressRole = Qt.ItemDataRole.UserRole + 2
 StatusRole = Qt.ItemDataRole.UserRole + 3
+GrewRole = Qt.ItemDataRole.UserRole + 4  # the result is bigger than its input
+WARNING = QColor("#b45309")
+
 
 def format_elapsed(seconds: float | None) -> str:
     if seconds is None or seconds < 0:
@@ -34,6 +40,30 @@ def elapsed_of(started_at: float | None, finished_at: float | None, now: float) 
     if started_at is None:
         return None
     return (finished_at or now) - started_at
+
+
+def format_size(size: int) -> str:
+    """A size in three figures: ``1.07 MB``, ``340 KB``, ``912 bytes``."""
+    if size < 1000:
+        return f"{size} byte{'s' * (size != 1)}"
+    value = float(size)
+    for unit in ("KB", "MB", "GB", "TB"):
+        value /= 1000
+        if value < 999.5 or unit == "TB":
+            break
+    decimals = 2 if value < 9.995 else 1 if value < 99.95 else 0
+    return f"{value:.{decimals}f} {unit}"
+
+
+def size_change(before: int | None, after: int | None) -> int | None:
+    """How much bigger (+) or smaller (-) ``after`` is than ``before``, in whole percent."""
+    if not before or after is None:
+        return None
+    return round((after - before) * 100 / before)
+
+
+def format_change(percent: int) -> str:
+    return "same size" if percent == 0 else f"{percent:+d} %"
 
 
 def friendly_error(code: str | None, message: str | None) -> str:
@@ -67,6 +97,15 @@ class JobRow:
     skipped: tuple[str, ...] = ()
     saving: bool = False  # DONE, results still being copied to the chosen folder
     delivery_error: str | None = None
+    output_bytes: int | None = None  # the saved results' size
+    input_bytes: int | None = None  # the inputs' size
+    refusal: str | None = None  # a file refused before converting (no job): why, in words
+    details: str = ""  # more about a refusal
+    can_unlock: bool = False  # failed for want of a password that the row may ask for
+
+    @property
+    def refused(self) -> bool:
+        return self.refusal is not None
 
     @property
     def active(self) -> bool:
@@ -96,13 +135,46 @@ class JobRow:
         return "Failed: " + self.friendly_error
 
     @property
+    def result_name(self) -> str:
+        """The saved result's file name (``+ N more`` for several)."""
+        if not self.outputs:
+            return ""
+        first = Path(self.outputs[0]).name
+        return first if len(self.outputs) == 1 else f"{first} + {len(self.outputs) - 1} more"
+
+    @property
+    def change(self) -> int | None:
+        return size_change(self.input_bytes, self.output_bytes)
+
+    @property
+    def grew(self) -> bool:
+        """The result is bigger than its input: worth a warning when a tool was meant to shrink it."""
+        return (self.change or 0) > 0
+
+    @property
+    def result_text(self) -> str:
+        """``report-compressed.pdf — 1.07 MB, -85 %``: what a finished job saved, its size and the change."""
+        if not self.outputs:
+            return ""
+        if self.output_bytes is None:
+            return self.result_name
+        text = f"{self.result_name} — {format_size(self.output_bytes)}"
+        change = self.change
+        return text if change is None else f"{text}, {format_change(change)}"
+
+    @property
     def friendly_error(self) -> str:
+        if self.refusal is not None:
+            return self.refusal
         if self.status == JobStatus.DONE and self.delivery_error:
             return f"The result could not be saved: {self.delivery_error}"
         return friendly_error(self.error_code, self.error_message)
 
     @property
     def error_details(self) -> str:
+        if self.refused:
+            return "\n".join([f"Refused before converting: {self.files_label}", f"Tool: {self.tool}",
+                              self.details or self.refusal or ""])
         lines = [f"Job: {self.id}", f"Tool: {self.tool}", f"Status: {self.status}"]
         if self.error_code:
             lines.append(f"Error code: {self.error_code}")
@@ -117,33 +189,121 @@ class JobRow:
         return "\n".join(lines)
 
 
+class ProgressRates:
+    """How fast each running job moves, and when it should end, both smoothed.
+
+    The rate (progress per second) is an exponential moving average weighted by the time between
+    reports, over about ``smoothing`` seconds, so uneven steps do not swing it. The time left follows
+    ``remaining / rate`` over about ``follow`` seconds, so even a real change of pace moves it within a
+    few seconds rather than at once; between reports it counts down with the clock and never goes below
+    zero. Nothing is said before ``settle`` seconds and two reports, when a rate would be a guess.
+    """
+
+    def __init__(self, smoothing: float = 8.0, follow: float = 3.0, settle: float = 2.0) -> None:
+        self.smoothing = smoothing
+        self.follow = follow
+        self.settle = settle
+        self._state: dict[str, _Pace] = {}
+
+    def feed(self, job_id: str, progress: int, now: float) -> None:
+        pace = self._state.get(job_id)
+        if pace is None:
+            self._state[job_id] = _Pace(now, progress, now, progress)
+            return
+        if progress <= pace.progress or now <= pace.at:
+            return
+        dt = now - pace.at
+        if pace.rate is None:
+            pace.rate = (progress - pace.first_progress) / (now - pace.first)
+        else:
+            pace.rate += (1 - math.exp(-dt / self.smoothing)) * ((progress - pace.progress) / dt - pace.rate)
+        aim = (100 - progress) / pace.rate if pace.rate > 0 else None
+        if aim is not None:
+            left = None if pace.left is None else max(0.0, pace.left - dt)
+            pace.left = aim if left is None else left + (1 - math.exp(-dt / self.follow)) * (aim - left)
+        pace.at, pace.progress = now, progress
+
+    def seconds_left(self, job_id: str, now: float) -> float | None:
+        pace = self._state.get(job_id)
+        if pace is None or pace.left is None or now - pace.first < self.settle:
+            return None
+        return max(0.0, pace.left - (now - pace.at))
+
+    def keep(self, job_ids: Iterable[str]) -> None:
+        wanted = set(job_ids)
+        for job_id in [j for j in self._state if j not in wanted]:
+            del self._state[job_id]
+
+
+@dataclass
+class _Pace:
+    first: float  # when the job was first seen running
+    first_progress: int
+    at: float  # the last report
+    progress: int
+    rate: float | None = None  # % per second
+    left: float | None = None  # seconds left as of ``at``
+
+
+def format_left(seconds: float) -> str:
+    """``about 1:20 left``; under a few seconds, ``almost done``."""
+    if seconds < 3:
+        return "almost done"
+    if seconds >= 60:
+        seconds = round(seconds / 5) * 5  # a minute-long wait need not tick by the second
+    return f"about {format_elapsed(seconds)} left"
+
+
 class JobsModel(RowTableModel[JobRow]):
-    COLUMNS = ("Tool", "File", "Progress", "Status", "Elapsed", "From")
+    COLUMNS = ("Tool", "File", "Progress", "Status", "Result", "Elapsed", "From", "")
     PROGRESS_COLUMN = 2
-    ELAPSED_COLUMN = 4
+    STATUS_COLUMN = 3
+    RESULT_COLUMN = 4
+    ELAPSED_COLUMN = 5
+    ACTIONS_COLUMN = 7  # the row's own buttons (the view puts them there)
     jobs_updated = Signal()
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         super().__init__()
         self._clock = clock
+        self.rates = ProgressRates()
+
+    def status_text(self, row: JobRow) -> str:
+        """The status as the table shows it: with the time left while a job runs, once it can be told."""
+        if row.status == JobStatus.PROCESSING:
+            left = self.rates.seconds_left(row.id, self._clock())
+            if left is not None:
+                return f"{row.status_label} · {format_left(left)}"
+        return row.status_label
 
     def cell(self, row: JobRow, column: int, role: int) -> Any:
         if role == Qt.ItemDataRole.DisplayRole:
+            if column == self.ACTIONS_COLUMN:
+                return None
             elapsed = format_elapsed(elapsed_of(row.started_at, row.finished_at, self._clock()))
-            return (row.tool_title, row.files_label, f"{row.progress}%", row.status_label, elapsed,
-                    row.source)[column]
+            progress = "" if row.refused else f"{row.progress}%"
+            return (row.tool_title, row.files_label, progress, self.status_text(row), row.result_text,
+                    elapsed, row.source)[column]
         if role == Qt.ItemDataRole.ToolTipRole:
             if row.status == JobStatus.FAILED or row.delivery_error:
                 return f"{row.friendly_error}\n\nDouble-click for details."
+            if column == self.STATUS_COLUMN:
+                return self.status_text(row)
+            if column == self.RESULT_COLUMN and row.grew:
+                return "The result is bigger than the input.\n" + "\n".join(row.outputs)
             if row.outputs:
                 return "\n".join(row.outputs)
             return row.files_label
+        if role == Qt.ItemDataRole.ForegroundRole and column == self.RESULT_COLUMN and row.grew:
+            return WARNING
         if role == JobIdRole:
             return row.id
         if role == ProgressRole:
-            return row.progress
+            return None if row.refused else row.progress
         if role == StatusRole:
             return row.status
+        if role == GrewRole:
+            return row.grew
         return None
 
     # ---- contents ----
@@ -166,15 +326,25 @@ class JobsModel(RowTableModel[JobRow]):
         return sum(1 for r in self._rows if r.active)
 
     def refresh_elapsed(self) -> None:
-        """The clock moved: the elapsed time of running jobs reads differently (nothing else changed)."""
+        """The clock moved: the elapsed time of running jobs reads differently, and so does the time
+        left of those that tell one (nothing else changed)."""
+        now = self._clock()
         for i, row in enumerate(self._rows):
             if row.active and row.started_at is not None:
                 index = self.index(i, self.ELAPSED_COLUMN)
                 self.dataChanged.emit(index, index, [Qt.ItemDataRole.DisplayRole])
+                if row.status == JobStatus.PROCESSING and self.rates.seconds_left(row.id, now) is not None:
+                    status = self.index(i, self.STATUS_COLUMN)
+                    self.dataChanged.emit(status, status, [Qt.ItemDataRole.DisplayRole])
 
     def apply(self, rows: Sequence[JobRow]) -> None:
         """Bring the table to ``rows`` (newest first) with inserts, removals and changes, not a reset,
         so the selection and scroll position survive live updates."""
+        now = self._clock()
+        for row in rows:
+            if row.status == JobStatus.PROCESSING:
+                self.rates.feed(row.id, row.progress, now)
+        self.rates.keep(r.id for r in rows if r.status == JobStatus.PROCESSING)
         new_ids = [r.id for r in rows]
         wanted = set(new_ids)
         for i in range(len(self._rows) - 1, -1, -1):

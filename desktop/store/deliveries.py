@@ -4,6 +4,7 @@ The service keeps results in its store under ids; a job made in the app also has
 delivery: a folder and a clash policy. When the job is DONE, its results are copied
 there. Deliveries live in ``deliveries.json`` in the data dir, so a job queued before
 the app was closed still lands in the chosen folder when it finishes after a restart.
+Each result is named by the delivery's template (:mod:`desktop.store.naming`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from converters.base import free_name
 from desktop.store.atomic import atomic_write_text, read_json
+from desktop.store.naming import render_name
 
 # what to do when a file of the result's name is already in the folder
 CLASH_POLICIES = ("rename", "overwrite", "skip")
@@ -34,6 +36,10 @@ class Delivery:
     delivered: tuple[str, ...] | None = None  # None until the results were copied
     skipped: tuple[str, ...] = ()
     error: str | None = None
+    tool: str = ""
+    template: str = ""  # how results are named (desktop.store.naming); "" keeps the tool's names
+    output_bytes: int | None = None  # what was written, once it was
+    input_bytes: int | None = None  # the inputs' size then, to say how much smaller or bigger
 
     @property
     def pending(self) -> bool:
@@ -55,7 +61,10 @@ class DeliveryStore:
                     job_id=job_id, folder=item["folder"], policy=item["policy"], batch=item.get("batch", ""),
                     inputs=tuple(item.get("inputs", ())),
                     delivered=None if item.get("delivered") is None else tuple(item["delivered"]),
-                    skipped=tuple(item.get("skipped", ())), error=item.get("error"))
+                    skipped=tuple(item.get("skipped", ())), error=item.get("error"),
+                    tool=str(item.get("tool", "")), template=str(item.get("template", "")),
+                    output_bytes=_int_or_none(item.get("output_bytes")),
+                    input_bytes=_int_or_none(item.get("input_bytes")))
             except (KeyError, TypeError):
                 continue
         return store
@@ -73,12 +82,14 @@ class DeliveryStore:
         with self._lock:
             return self._items.get(job_id)
 
-    def finish(self, job_id: str, delivered: Sequence[Path], skipped: Sequence[str], error: str | None = None) -> None:
+    def finish(self, job_id: str, delivered: Sequence[Path], skipped: Sequence[str], error: str | None = None,
+               output_bytes: int | None = None, input_bytes: int | None = None) -> None:
         with self._lock:
             item = self._items.get(job_id)
             if item is not None:
                 self._items[job_id] = replace(item, delivered=tuple(str(p) for p in delivered),
-                                              skipped=tuple(skipped), error=error)
+                                              skipped=tuple(skipped), error=error, output_bytes=output_bytes,
+                                              input_bytes=input_bytes)
                 self._save()
 
     def remove(self, job_ids: Iterable[str]) -> None:
@@ -92,9 +103,22 @@ class DeliveryStore:
             return list(self._items)
 
 
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def sizes_of(paths: Iterable[Path]) -> int | None:
+    """The total size of ``paths``; ``None`` when one cannot be read (moved, deleted)."""
+    try:
+        return sum(p.stat().st_size for p in paths)
+    except OSError:
+        return None
+
+
 def copy_results(results: Sequence[tuple[str, Path]], folder: Path, policy: str,
-                 protected: Iterable[Path] = ()) -> tuple[list[Path], list[str]]:
-    """Copy ``(name, stored path)`` results into ``folder``; returns (written paths, skipped names).
+                 protected: Iterable[Path] = (), template: str = "", tool: str = "") -> tuple[list[Path], list[str]]:
+    """Copy ``(name, stored path)`` results into ``folder``, each named by ``template`` (empty: as the
+    tool named it); returns (written paths, skipped names).
 
     Each copy goes to a temp file in ``folder`` first and is renamed into place, so a
     reader never sees half a file and an overwritten file is replaced in one step.
@@ -103,8 +127,9 @@ def copy_results(results: Sequence[tuple[str, Path]], folder: Path, policy: str,
     protected = list(protected)
     written: list[Path] = []
     skipped: list[str] = []
-    for name, source in results:
-        target = resolve_target(folder, Path(name).name, policy, protected=protected)
+    for given, source in results:
+        name = render_name(template, Path(given).name, tool)
+        target = resolve_target(folder, name, policy, protected=protected)
         if target is None:
             skipped.append(name)
             continue
@@ -114,7 +139,7 @@ def copy_results(results: Sequence[tuple[str, Path]], folder: Path, policy: str,
             shutil.copyfile(source, tmp)
             if policy == "rename":
                 # a file may have appeared meanwhile: pick the name again, right before the rename
-                target = resolve_target(folder, Path(name).name, "rename", protected=protected) or target
+                target = resolve_target(folder, name, "rename", protected=protected) or target
             os.replace(tmp, target)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -127,7 +152,8 @@ def resolve_target(folder: Path, name: str, policy: str, exists: Callable[[Path]
                    protected: Iterable[Path] = ()) -> Path | None:
     """Where a result called ``name`` goes in ``folder`` under a clash ``policy``; ``None`` means skip.
 
-    ``rename`` picks ``name (2).ext``, ``name (3).ext`` ...; ``overwrite`` replaces an
+    ``rename`` picks ``name-2.ext``, ``name-3.ext`` ... (``free_name``, as the command line does when
+    it saves results); ``overwrite`` replaces an
     earlier file; ``skip`` leaves it. A ``protected`` path (the job's own inputs) is
     never overwritten: a clash with one is renamed whatever the policy.
     """
@@ -141,4 +167,4 @@ def resolve_target(folder: Path, name: str, policy: str, exists: Callable[[Path]
         return None
     if policy == "overwrite" and target.absolute() not in guarded:
         return target
-    return free_name(target, exists, template="{stem} ({n}){suffix}")
+    return free_name(target, exists)

@@ -1,4 +1,4 @@
-"""``desktop.json``: the app's own preferences (output folder, clash policy, theme, tray)."""
+"""``desktop.json``: the app's own preferences (output folder, clash policy, result names, theme, tray)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 from desktop.store.atomic import atomic_write_text, read_json
 from desktop.store.deliveries import CLASH_POLICIES
+from desktop.store.naming import check_template
 
 
 @dataclass
@@ -16,6 +17,7 @@ class Prefs:
 
     output_folder: str = ""  # "" = next to each input
     clash_policy: str = "rename"
+    output_template: str = ""  # how results are named, e.g. "{name}-{tool}.{ext}"; "" = each tool's default
     folder_filter: str = ""
     theme: str = "system"  # system | light | dark
     keep_running_in_tray: bool = True
@@ -30,6 +32,8 @@ class Prefs:
             prefs.clash_policy = "rename"
         if prefs.theme not in ("system", "light", "dark"):
             prefs.theme = "system"
+        if prefs.output_template and check_template(prefs.output_template) is not None:
+            prefs.output_template = ""
         return prefs
 
     def save(self, path: Path) -> None:

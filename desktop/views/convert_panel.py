@@ -18,8 +18,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.controllers.batches import BatchTracker
 from desktop.controllers.jobs import JobsController
 from desktop.models.files import FileEntry, FileListModel, human_size, parse_filter
+from desktop.models.jobs import JobRow
 from desktop.models.tools import ToolTreeModel
 from desktop.store import Prefs, PresetStore
 from desktop.views.drop_zone import DropZone, FileListView
@@ -46,6 +48,8 @@ class ConvertPanel(QWidget):
         self._save_prefs = save_prefs
         self._choose_files = choose_files or self._files_dialog
         self._choose_input_folder = choose_input_folder or self._folder_dialog
+        self._batch: tuple[str, str] | None = None  # the last Convert's batch id and tool title
+        self._batches = BatchTracker()
 
         self.drop_zone = DropZone()
         self.filter_edit = QLineEdit(prefs.folder_filter)
@@ -82,11 +86,15 @@ class ConvertPanel(QWidget):
         self.message = QLabel()
         self.message.setWordWrap(True)
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.reason_label = QLabel()  # why Convert is disabled, in words beside the button
+        self.reason_label.setObjectName("convertReason")
+        self.reason_label.setWordWrap(True)
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(0, 0, 0, 0)
         right_layout.addWidget(self.options, 1)
         right_layout.addWidget(self.message)
+        right_layout.addWidget(self.reason_label)
         right_layout.addWidget(self.convert_button)
 
         splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -108,12 +116,18 @@ class ConvertPanel(QWidget):
         self.file_view.remove_requested.connect(self.remove_selected)
         self.remove_button.clicked.connect(self.remove_selected)
         self.clear_button.clicked.connect(files.clear)
+        self.clear_button.clicked.connect(lambda: self.show_message(""))
+        # the message about the last Convert follows its jobs, and goes with them when the list is cleared
+        controller.submitted.connect(self._submitted)
+        controller.snapshot.connect(self._jobs_changed)
+        controller.cleared.connect(lambda: self.show_message(""))
         self.filter_edit.editingFinished.connect(self._filter_changed)
         files.files_changed.connect(self._files_changed)
         files.loading_changed.connect(lambda _: self._update_state())
         self.file_view.selectionModel().selectionChanged.connect(lambda *_: self._files_changed())
         self.picker.tool_changed.connect(self._tool_changed)
         self.options.validity_changed.connect(lambda _: self._update_state())
+        self.options.form.changed.connect(self._update_state)  # the reason in words follows each edit
         self.convert_button.clicked.connect(self.convert)
         self._set_tab_order()
         self._files_changed()
@@ -214,13 +228,15 @@ class ConvertPanel(QWidget):
             found.append(f"Too large for {tool.title} (limit {human_size(tool.max_input_size_bytes)}): "
                          + ", ".join(too_big[:3]))
         if not self.options.form.is_valid():
-            found.append("Check the settings marked in red.")
+            found.append(self.options.form.problem_text())
         return found
 
     def _update_state(self) -> None:
         problems = self.problems()
         self.convert_button.setEnabled(not problems)
         self.convert_button.setToolTip(problems[0] if problems else "Convert (Ctrl+Return)")
+        self.reason_label.setText(problems[0] if problems else "")
+        self.reason_label.setVisible(bool(problems))
 
     def convert(self) -> str | None:
         """Queue the jobs; returns the batch id, or ``None`` (with the reason shown) when it cannot."""
@@ -235,7 +251,9 @@ class ConvertPanel(QWidget):
         groups = [paths] if tool.merges_inputs else [[p] for p in paths]
         self.options.remember()
         batch = self.controller.submit(groups, tool.id, self.options.params(), self.options.output_format(),
-                                    self.options.output_folder(), self.options.clash_policy())
+                                       self.options.output_folder(), self.options.clash_policy(),
+                                       self.prefs.output_template or None)
+        self._batch = (batch, tool.title)
         count = len(groups)
         self.show_message(f"{tool.title}: {count} job{'s' * (count != 1)} queued.")
         self.batch_started.emit(batch, count)
@@ -243,3 +261,13 @@ class ConvertPanel(QWidget):
 
     def show_message(self, text: str) -> None:
         self.message.setText(text)
+
+    def _submitted(self, batch: str, job_ids: list[str]) -> None:
+        if self._batch is not None and batch == self._batch[0]:
+            self._batches.add(batch, job_ids)
+
+    def _jobs_changed(self, rows: list[JobRow]) -> None:
+        for summary in self._batches.update({r.id: r.status for r in rows}):
+            if self._batch is not None and summary.batch == self._batch[0]:
+                text = summary.message
+                self.show_message(f"{self._batch[1]}: {text[:1].lower()}{text[1:]}")

@@ -1,4 +1,6 @@
-"""The jobs view: a row per job with a real progress bar; cancel, retry, open, show in folder, remove."""
+"""The jobs view: a row per job with a real progress bar, what it saved, and its own buttons (cancel,
+open, show in folder, retry, details, a password to unlock with); Stop all and the selection's actions
+above the list."""
 
 from __future__ import annotations
 
@@ -7,13 +9,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, QTimer, QUrl
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QPainter
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QLineEdit,
     QMessageBox,
     QPushButton,
     QStyle,
@@ -75,6 +78,78 @@ class ProgressDelegate(QStyledItemDelegate):
             style.drawControl(QStyle.ControlElement.CE_ProgressBar, bar, painter, option.widget)
 
 
+class RowActions(QWidget):
+    """The buttons on one job's row: Cancel while it waits or runs; Open and Show in folder once its
+    result is saved; Retry and Details when it failed; a password and "Unlock and convert" when a
+    password is what it lacked. Shows what fits the row it was last given (:meth:`show_row`)."""
+
+    cancel = Signal(str)  # job id
+    open = Signal(str)
+    reveal = Signal(str)
+    retry = Signal(str)
+    details = Signal(str)
+    unlock = Signal(str, str)  # job id, password
+
+    def __init__(self, row: JobRow, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.job_id = row.id
+        self.row: JobRow | None = None
+        self.cancel_button = self._button("Cancel", "Stop this job", lambda: self.cancel.emit(self.job_id))
+        self.open_button = self._button("Open", "Open the result", lambda: self.open.emit(self.job_id))
+        self.reveal_button = self._button("Show in folder", "Show the result in its folder",
+                                          lambda: self.reveal.emit(self.job_id))
+        self.retry_button = self._button("Retry", "Run it again with the same files and settings",
+                                         lambda: self.retry.emit(self.job_id))
+        self.details_button = self._button("Details…", "What went wrong, in full",
+                                           lambda: self.details.emit(self.job_id))
+        self.password_edit = QLineEdit()
+        self.password_edit.setEchoMode(QLineEdit.EchoMode.Password)
+        self.password_edit.setPlaceholderText("Password")
+        self.password_edit.setAccessibleName("Password for this file")
+        self.password_edit.setFixedWidth(130)
+        self.unlock_button = self._button("Unlock and convert", "Open the file with this password and go on",
+                                          self._unlock)
+        self.password_edit.returnPressed.connect(self._unlock)
+        self.password_edit.textChanged.connect(lambda text: self.unlock_button.setEnabled(bool(text)))
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(2, 0, 2, 0)
+        layout.setSpacing(4)
+        for widget in (self.cancel_button, self.open_button, self.reveal_button, self.password_edit,
+                       self.unlock_button, self.retry_button, self.details_button):
+            layout.addWidget(widget)
+        layout.addStretch(1)
+        self.show_row(row)
+
+    def _button(self, text: str, tip: str, slot: Callable[[], None]) -> QPushButton:
+        button = QPushButton(text)
+        button.setToolTip(tip)
+        button.setAccessibleName(text)
+        button.setFocusPolicy(Qt.FocusPolicy.TabFocus)
+        button.clicked.connect(slot)
+        return button
+
+    def _unlock(self) -> None:
+        password = self.password_edit.text()
+        if password and self.unlock_button.isVisible() and self.unlock_button.isEnabled():
+            self.unlock_button.setEnabled(False)
+            self.password_edit.clear()
+            self.unlock.emit(self.job_id, password)
+
+    def show_row(self, row: JobRow) -> None:
+        if row == self.row:
+            return
+        self.row = row
+        failed = row.status in (JobStatus.FAILED, JobStatus.CANCELED) or bool(row.delivery_error)
+        self.cancel_button.setVisible(row.active)
+        self.open_button.setVisible(bool(row.outputs))
+        self.reveal_button.setVisible(bool(row.outputs))
+        self.retry_button.setVisible(row.can_retry and not row.can_unlock)  # again without it would fail again
+        self.details_button.setVisible(failed)
+        self.password_edit.setVisible(row.can_unlock)
+        self.unlock_button.setVisible(row.can_unlock)
+        self.unlock_button.setEnabled(bool(self.password_edit.text()))
+
+
 class JobsView(QWidget):
     def __init__(self, model: JobsModel, controller: JobsController,
                  open_path: Callable[[Path], None] = open_with_system,
@@ -96,11 +171,21 @@ class JobsView(QWidget):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
-        header.resizeSection(0, 150)
+        header.setSectionResizeMode(JobsModel.STATUS_COLUMN, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(JobsModel.RESULT_COLUMN, QHeaderView.ResizeMode.Stretch)
+        header.resizeSection(0, 130)
         header.resizeSection(JobsModel.PROGRESS_COLUMN, 140)
+        header.resizeSection(JobsModel.ELAPSED_COLUMN, 70)
+        header.resizeSection(JobsModel.ACTIONS_COLUMN, 240)
+        self.table.verticalHeader().setDefaultSectionSize(QLineEdit().sizeHint().height() + 8)
+        self.table.setWordWrap(False)  # one line a job; the tooltip has the whole text
         self.table.doubleClicked.connect(self._double_clicked)
 
+        self.stop_all_button = QPushButton("Stop all")
+        self.stop_all_button.setToolTip("Cancel every job that is waiting or running")
+        self.stop_all_button.setAccessibleName("Stop all")
+        self.clear_button = QPushButton("C&lear finished")
+        self.clear_button.setToolTip("Take finished, failed and canceled jobs off the list (saved files stay)")
         self.cancel_button = QPushButton("&Cancel")
         self.cancel_button.setToolTip("Cancel the selected jobs (Esc)")
         self.retry_button = QPushButton("&Retry")
@@ -111,8 +196,8 @@ class JobsView(QWidget):
         self.remove_button.setToolTip("Remove the selected jobs from the list (files you saved stay)")
         self.summary = QLabel()
         buttons = QHBoxLayout()
-        for b in (self.cancel_button, self.retry_button, self.open_button, self.reveal_button,
-                  self.details_button, self.remove_button):
+        for b in (self.stop_all_button, self.cancel_button, self.retry_button, self.open_button, self.reveal_button,
+                  self.details_button, self.remove_button, self.clear_button):
             buttons.addWidget(b)
         buttons.addStretch(1)
         buttons.addWidget(self.summary)
@@ -121,6 +206,11 @@ class JobsView(QWidget):
         layout.addLayout(buttons)
         layout.addWidget(self.table, 1)
 
+        self.stop_all_button.clicked.connect(self.stop_all)
+        self.clear_button.clicked.connect(controller.clear_finished)
+        controller.replaced.connect(self._replaced)
+        self._follow: set[str] = set()  # rows retried or unlocked here: the selection moves to their new job
+        self._select_when_shown: str | None = None
         self.cancel_button.clicked.connect(self.cancel_selected)
         self.retry_button.clicked.connect(self.retry_selected)
         self.open_button.clicked.connect(self.open_selected)
@@ -128,14 +218,14 @@ class JobsView(QWidget):
         self.details_button.clicked.connect(self.show_details)
         self.remove_button.clicked.connect(self.remove_selected)
         self.table.selectionModel().selectionChanged.connect(self._update_buttons)
-        model.jobs_updated.connect(self._update_buttons)
+        model.jobs_updated.connect(self._jobs_updated)
         # jobs change through the model's signals; only the elapsed time moves with the clock
         self.clock = QTimer(self)
         self.clock.setInterval(1000)
         self.clock.timeout.connect(model.refresh_elapsed)
         self.clock.start()
         self.details_box: QMessageBox | None = None
-        self._update_buttons()
+        self._jobs_updated()
 
     # ---- selection ----
 
@@ -148,6 +238,72 @@ class JobsView(QWidget):
         if row >= 0:
             self.table.selectRow(row)
 
+    def _jobs_updated(self) -> None:
+        self._sync_row_actions()
+        if self._select_when_shown is not None and self.model.row_of(self._select_when_shown) >= 0:
+            self.select_job(self._select_when_shown)
+            self._select_when_shown = None
+        self._update_buttons()
+
+    def row_actions(self, job_id: str) -> RowActions | None:
+        row = self.model.row_of(job_id)
+        widget = self.table.indexWidget(self.model.index(row, JobsModel.ACTIONS_COLUMN)) if row >= 0 else None
+        return widget if isinstance(widget, RowActions) else None
+
+    def _sync_row_actions(self) -> None:
+        """Give each row its buttons; a widget stays with its job as rows come and go above it."""
+        for i, row in enumerate(self.model.rows):
+            index = self.model.index(i, JobsModel.ACTIONS_COLUMN)
+            widget = self.table.indexWidget(index)
+            if isinstance(widget, RowActions) and widget.job_id == row.id:
+                widget.show_row(row)
+                continue
+            actions = RowActions(row)
+            actions.cancel.connect(lambda job_id: self.controller.cancel([job_id]))
+            actions.open.connect(lambda job_id: self._open_result(job_id, self._open_path))
+            actions.reveal.connect(lambda job_id: self._open_result(job_id, self._reveal))
+            actions.retry.connect(self._retry_one)
+            actions.details.connect(self._details_of)
+            actions.unlock.connect(self._unlock_one)
+            self.table.setIndexWidget(index, actions)
+        header = self.table.horizontalHeader()
+        wanted = max((w.sizeHint().width() for i in range(self.model.rowCount())
+                      if isinstance(w := self.table.indexWidget(self.model.index(i, JobsModel.ACTIONS_COLUMN)),
+                                    RowActions)), default=0)
+        if wanted > header.sectionSize(JobsModel.ACTIONS_COLUMN):
+            header.resizeSection(JobsModel.ACTIONS_COLUMN, wanted)
+
+    def _open_result(self, job_id: str, action: Callable[[Path], None]) -> None:
+        job = self.model.job(job_id)
+        if job is not None and job.outputs:
+            action(Path(job.outputs[0]))
+
+    def _retry_one(self, job_id: str) -> None:
+        job = self.model.job(job_id)
+        if job is not None and job.can_retry:
+            self._follow.add(job_id)
+            self.controller.retry(job)
+
+    def _unlock_one(self, job_id: str, password: str) -> None:
+        job = self.model.job(job_id)
+        if job is not None and job.can_unlock:
+            self._follow.add(job_id)
+            self.controller.unlock(job, password)
+
+    def _details_of(self, job_id: str) -> None:
+        self.select_job(job_id)
+        self.show_details()
+
+    def _replaced(self, old_id: str, new_id: str) -> None:
+        """A job was made in place of a row (Retry, a password, the job after an unlock): when that row
+        was acted on here or is selected, the selection follows, so Cancel and Esc reach the new job."""
+        selected = {j.id for j in self.selected()}
+        if old_id in self._follow or old_id in selected:
+            self._follow.discard(old_id)
+            self._follow.add(new_id)  # an unlock job hands over to the job after it
+            self._select_when_shown = new_id
+            self._jobs_updated()
+
     def _update_buttons(self, *_: object) -> None:
         jobs = self.selected()
         one = jobs[0] if len(jobs) == 1 else None
@@ -158,6 +314,8 @@ class JobsView(QWidget):
         self.details_button.setEnabled(one is not None)
         self.remove_button.setEnabled(any(not j.active for j in jobs))
         active = self.model.active_count
+        self.stop_all_button.setEnabled(active > 0)
+        self.clear_button.setEnabled(any(not r.active for r in self.model.rows))
         self.summary.setText(f"{active} running or waiting" if active else "")
 
     # ---- actions ----
@@ -168,9 +326,14 @@ class JobsView(QWidget):
             self.controller.cancel(ids)
         return bool(ids)
 
+    def stop_all(self) -> list[str]:
+        """Cancel every waiting or running job in the list; returns their ids."""
+        return self.controller.cancel_all()
+
     def retry_selected(self) -> None:
         for job in self.selected():
             if job.can_retry:
+                self._follow.add(job.id)
                 self.controller.retry(job)
 
     def remove_selected(self) -> None:

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 
 from desktop.controllers.api import ApiController
 from desktop.models.tools import ToolTreeModel
-from desktop.store import RESTART_KEYS, Prefs, SettingsFile
+from desktop.store import RESTART_KEYS, Prefs, SettingsFile, check_template
 from desktop.views.tool_switches import ToolSwitches
 from localapi.config import is_loopback_host
 
@@ -77,12 +77,22 @@ class SettingsPanel(QWidget):
         output_row = QHBoxLayout()
         output_row.addWidget(self.output_edit, 1)
         output_row.addWidget(choose)
+        self.template_edit = QLineEdit(prefs.output_template)
+        self.template_edit.setAccessibleName("Result file names")
+        self.template_edit.setPlaceholderText("Each tool's own: {name}-compressed.pdf, {name}-nobg.png, {name}.webp …")
+        self.template_edit.setToolTip("How results are named. {name}: the file's name without its extension; "
+                                      "{tool}: the tool's id; {ext}: the result's extension (added when left out). "
+                                      "A name already taken becomes name-2.ext. Empty: each tool's own.")
+        self.template_hint = QLabel()
+        self.template_hint.setWordWrap(True)
         general = QGroupBox("General")
         form = QFormLayout(general)
         form.addRow("Data folder", data_row)
         form.addRow("Keep files and results for", self.retention_spin)
         form.addRow("Jobs at the same time", self.workers_spin)
         form.addRow("Default output folder", output_row)
+        form.addRow("Result file names", self.template_edit)
+        form.addRow(self.template_hint)
 
         self.theme_combo = QComboBox()
         for value, label in THEMES:
@@ -145,6 +155,8 @@ class SettingsPanel(QWidget):
         layout.addLayout(left, 3)
         layout.addWidget(self.tool_switches, 2)
 
+        self.template_edit.textChanged.connect(self._template_changed)
+        self._template_changed(self.template_edit.text())
         self.host_edit.textChanged.connect(self._host_changed)
         self.llm_combo.currentIndexChanged.connect(self._llm_changed)
         self.save_button.clicked.connect(self.save)
@@ -155,6 +167,15 @@ class SettingsPanel(QWidget):
         folder = self._choose_folder(self.output_edit.text() or str(Path.home()))
         if folder:
             self.output_edit.setText(folder)
+
+    def template_problem(self) -> str | None:
+        template = self.template_edit.text().strip()
+        return check_template(template) if template else None
+
+    def _template_changed(self, _: str) -> None:
+        problem = self.template_problem()
+        self.template_hint.setStyleSheet("color: #b91c1c;" if problem else "")
+        self.template_hint.setText(problem or "Placeholders: {name} {tool} {ext}. Taken names become name-2.ext.")
 
     def _host_changed(self, host: str) -> None:
         host = host.strip()
@@ -184,12 +205,18 @@ class SettingsPanel(QWidget):
         }
 
     def save(self) -> None:
+        problem = self.template_problem()
+        if problem:
+            self.message.setText(f"Not saved: result file names: {problem}")
+            self.template_edit.setFocus()
+            return
         current = self.api.service.settings
         values = self.service_values()
         before = {"retention_days": current.retention_days, "workers": current.workers,
                   **{k: current.tools.get(k) for k in LLM_KEYS}}
         self.settings_file.update(values)
         self.prefs.output_folder = self.output_edit.text().strip()
+        self.prefs.output_template = self.template_edit.text().strip()
         self.prefs.theme = str(self.theme_combo.currentData())
         self.prefs.keep_running_in_tray = self.tray_box.isChecked()
         self.prefs.start_api = self.start_api_box.isChecked()

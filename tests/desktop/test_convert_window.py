@@ -109,8 +109,8 @@ def test_converting_a_png_end_to_end(qtbot: QtBot, window: MainWindow, desktop: 
     job = desktop.jobs.rows[0]
     assert job.status == "DONE" and job.progress == 100 and job.from_app and job.files_label == "photo.png"
     assert seen == sorted(seen) and seen[-1] == 100
-    assert job.outputs == (str(out / "photo (2).webp"),)
-    with Image.open(out / "photo (2).webp") as image:
+    assert job.outputs == (str(out / "photo-2.webp"),)
+    with Image.open(out / "photo-2.webp") as image:
         assert image.format == "WEBP" and image.size == (80, 60)
     assert (out / "photo.webp").read_bytes() == b"an earlier result"
     assert "Done" in desktop.jobs.index(0, 3).data()
@@ -119,12 +119,12 @@ def test_converting_a_png_end_to_end(qtbot: QtBot, window: MainWindow, desktop: 
     assert window.jobs_view.open_button.isEnabled()
     qtbot.mouseClick(window.jobs_view.open_button, Qt.MouseButton.LeftButton)
     qtbot.mouseClick(window.jobs_view.reveal_button, Qt.MouseButton.LeftButton)
-    assert recorder.opened == [out / "photo (2).webp"] and recorder.revealed == [out / "photo (2).webp"]
+    assert recorder.opened == [out / "photo-2.webp"] and recorder.revealed == [out / "photo-2.webp"]
     assert desktop.presets.last("image-convert") == {"params": {}, "outputFormat": "webp"}
 
     qtbot.mouseClick(window.jobs_view.remove_button, Qt.MouseButton.LeftButton)
     wait_for(qtbot, lambda: desktop.jobs.rowCount() == 0)
-    assert (out / "photo (2).webp").exists()  # removing the job keeps the saved copy
+    assert (out / "photo-2.webp").exists()  # removing the job keeps the saved copy
 
 
 def test_a_batch_finishing_in_the_background_notifies(qtbot: QtBot, window: MainWindow, desktop: Desktop,
@@ -141,8 +141,8 @@ def test_a_batch_finishing_in_the_background_notifies(qtbot: QtBot, window: Main
     assert recorder.notes == [("FileKiln", "2 files converted.")], failures
     wait_for(qtbot, lambda: all(r.outputs for r in desktop.jobs.rows))
     outputs = {Path(o) for r in desktop.jobs.rows for o in r.outputs}
-    # next to each input, as nothing else was chosen; the input itself is never overwritten
-    assert outputs == {tmp_path / "in" / "photo (2).png", tmp_path / "in" / "really-a-png.png"}
+    # next to each input, as nothing else was chosen, named for what the tool did
+    assert outputs == {tmp_path / "in" / "photo-rotated.png", tmp_path / "in" / "really-a-png-rotated.png"}
 
 
 def test_errors_are_shown_in_words_with_details_one_click_away(qtbot: QtBot, window: MainWindow,

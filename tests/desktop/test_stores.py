@@ -95,7 +95,7 @@ def test_copy_results_renames_on_a_clash_and_protects_inputs(tmp_path: Path) -> 
     (out / "scan.pdf").write_text("the input itself")
     written, skipped = copy_results([("photo.jpg", store / "f1"), ("scan.pdf", store / "f2")], out, "overwrite",
                                     protected=[out / "scan.pdf"])
-    assert [p.name for p in written] == ["photo.jpg", "scan (2).pdf"] and skipped == []
+    assert [p.name for p in written] == ["photo.jpg", "scan-2.pdf"] and skipped == []
     assert (out / "photo.jpg").read_text() == "new photo"
     assert (out / "scan.pdf").read_text() == "the input itself"
     written, skipped = copy_results([("photo.jpg", store / "f1")], out, "skip")
@@ -104,10 +104,10 @@ def test_copy_results_renames_on_a_clash_and_protects_inputs(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(("policy", "expected"), [
-    ("rename", "photo (3).jpg"), ("overwrite", "photo.jpg"), ("skip", None)])
+    ("rename", "photo-3.jpg"), ("overwrite", "photo.jpg"), ("skip", None)])
 def test_resolve_target_follows_the_clash_policy(tmp_path: Path, policy: str, expected: str | None) -> None:
     (tmp_path / "photo.jpg").write_text("old")
-    (tmp_path / "photo (2).jpg").write_text("older")
+    (tmp_path / "photo-2.jpg").write_text("older")
     target = resolve_target(tmp_path, "photo.jpg", policy)
     assert (target.name if target else None) == expected
 
@@ -117,7 +117,7 @@ def test_resolve_target_never_overwrites_an_input(tmp_path: Path) -> None:
     source.write_text("original")
     for policy in ("overwrite", "skip"):
         target = resolve_target(tmp_path, "scan.pdf", policy, protected=[source])
-        assert target == tmp_path / "scan (2).pdf"
+        assert target == tmp_path / "scan-2.pdf"
 
 
 def test_resolve_target_without_a_clash_is_the_plain_name(tmp_path: Path) -> None:
