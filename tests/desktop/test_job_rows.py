@@ -20,7 +20,6 @@ from localapi.core.codes import CODES
 from localapi.core.states import JobStatus
 from tests.conftest import image_pdf_bytes, png_bytes
 from tests.desktop.conftest import Recorder, wait_for
-from tests.desktop.test_long_jobs import start_slow_job
 
 # ---- names, sizes, time left: small pure pieces ----
 
@@ -175,9 +174,29 @@ def test_the_template_setting_names_results_and_a_second_run_does_not_overwrite(
     assert desktop.jobs.index(0, JobsModel.RESULT_COLUMN).data().startswith("photo-image-convert-2.webp — ")
 
 
+# an H.264 "slow" encode of a 30 s clip at 1280 px: long enough on any machine for a click to land mid-job
+SLOW_VIDEO = {"videoCodec": "h264", "preset": "slow", "width": 1280}
+
+
+@pytest.fixture(scope="module")
+def slow_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.converters import media_samples
+
+    return media_samples.write_clip(tmp_path_factory.mktemp("clip") / "clip.mp4", "mp4", seconds=30.0,
+                                    size=(320, 240))
+
+
+def start_slow_jobs(qtbot: QtBot, desktop: Desktop, clip: Path, out: Path, count: int = 1) -> list[str]:
+    """``count`` slow video jobs made as the Convert page makes them; their ids once one of them runs."""
+    desktop.jobs_controller.submit([[clip]] * count, "video-convert", SLOW_VIDEO, "mp4", out, "rename")
+    wait_for(qtbot, lambda: len(desktop.jobs.rows) == count and any(
+        r.status == JobStatus.PROCESSING and r.progress > 1 for r in desktop.jobs.rows), timeout=120)
+    return [r.id for r in desktop.jobs.rows]
+
+
 def test_a_rows_cancel_stops_a_long_job_and_after_retry_esc_stops_the_new_one(
-        qtbot: QtBot, window: MainWindow, desktop: Desktop, slow_pdf: Path, tmp_path: Path) -> None:
-    job_id = start_slow_job(qtbot, window, desktop, slow_pdf, tmp_path / "out")
+        qtbot: QtBot, window: MainWindow, desktop: Desktop, slow_clip: Path, tmp_path: Path) -> None:
+    [job_id] = start_slow_jobs(qtbot, desktop, slow_clip, tmp_path / "out")
     actions = window.jobs_view.row_actions(job_id)
     assert actions is not None and actions.cancel_button.isVisible() and not actions.open_button.isVisible()
     qtbot.mouseClick(actions.cancel_button, Qt.MouseButton.LeftButton)
@@ -198,13 +217,10 @@ def test_a_rows_cancel_stops_a_long_job_and_after_retry_esc_stops_the_new_one(
 
 
 def test_stop_all_cancels_every_waiting_and_running_job(qtbot: QtBot, window: MainWindow, desktop: Desktop,
-                                                        slow_pdf: Path, tmp_path: Path) -> None:
+                                                        slow_clip: Path, tmp_path: Path) -> None:
     view = window.jobs_view
     assert not view.stop_all_button.isEnabled()
-    desktop.jobs_controller.submit([[slow_pdf], [slow_pdf], [slow_pdf]], "pdf-compress", {"level": "extreme"},
-                                   None, tmp_path / "out", "rename")
-    wait_for(qtbot, lambda: len(desktop.jobs.rows) == 3 and any(r.status == JobStatus.PROCESSING
-                                                                for r in desktop.jobs.rows), timeout=120)
+    start_slow_jobs(qtbot, desktop, slow_clip, tmp_path / "out", count=3)
     assert view.stop_all_button.isEnabled()
     qtbot.mouseClick(view.stop_all_button, Qt.MouseButton.LeftButton)
     wait_for(qtbot, lambda: not any(r.active for r in desktop.jobs.rows), timeout=120)
