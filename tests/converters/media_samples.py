@@ -335,3 +335,28 @@ def mean_brightness(path: Path) -> float:
 
     with Image.open(path) as image:
         return float(ImageStat.Stat(image.convert("L")).mean[0])
+
+
+def write_audiobook(path: Path, parts: int = 3, seconds_each: float = 2.0) -> Path:
+    """An M4B-style AAC file in an MP4 (ipod) container with one chapter per part, "Part 1" ...; the
+    chapters are written by FFmpeg's own muxer."""
+    wav = write_audio(path.with_suffix(".wav"), "wav", seconds=parts * seconds_each)
+    ms = round(seconds_each * 1000)
+    with av.open(str(wav)) as source, av.open(str(path), "w", format="ipod") as out:
+        stream = out.add_stream("aac", rate=44100)
+        out.set_chapters([{"id": i, "start": i * ms, "end": (i + 1) * ms, "time_base": Fraction(1, 1000),
+                           "metadata": {"title": f"Part {i + 1}"}} for i in range(parts)])
+        for frame in source.decode(audio=0):
+            frame.pts = None
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return path
+
+
+def chapters(path: Path) -> list[tuple[float, float, str | None]]:
+    """(start, end, title) of each chapter of a media file, in seconds, as FFmpeg reads them back."""
+    with av.open(str(path)) as container:
+        return [(round(float(c["start"] * c["time_base"]), 2), round(float(c["end"] * c["time_base"]), 2),
+                 c["metadata"].get("title")) for c in container.chapters() if c["time_base"] is not None]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import av
 import pytest
 
 from converters.base import ConversionError
@@ -104,3 +105,36 @@ def test_text_with_a_g_every_188_characters_is_not_a_transport_stream(tmp_path: 
     path = tmp_path / "notes.txt"
     path.write_text(("G" + "x" * 186 + "\n") * 40, encoding="ascii")
     assert sniff(path, path.name) == "txt"
+
+
+@pytest.mark.parametrize("fmt", ["m4a", "mp3", "opus"])
+def test_an_audiobooks_chapters_are_kept(tmp_path: Path, fmt: str) -> None:
+    book = samples_mod.write_audiobook(tmp_path / "book.m4b")
+    assert sniff(book, book.name) == "m4a"
+    [out] = run_tool("audio-convert", [book], tmp_path / "out", output_format=fmt).outputs
+    kept = samples_mod.chapters(out)
+    assert [title for _, _, title in kept] == ["Part 1", "Part 2", "Part 3"]
+    assert [start for start, _, _ in kept] == [0.0, 2.0, 4.0]
+
+
+def test_a_trim_moves_and_cuts_the_chapters(tmp_path: Path) -> None:
+    book = samples_mod.write_audiobook(tmp_path / "book.m4b")
+    [out] = run_tool("audio-convert", [book], tmp_path / "out", output_format="m4a",
+                     params={"start": 1, "end": 3.5}).outputs
+    assert samples_mod.chapters(out) == [(0.0, 1.0, "Part 1"), (1.0, 2.5, "Part 2")]
+
+
+def test_a_videos_chapters_are_kept(tmp_path: Path) -> None:
+    book = samples_mod.write_audiobook(tmp_path / "book.m4b")
+    clip = samples_mod.write_clip(tmp_path / "clip.mp4", "mp4", seconds=6.0)
+    with av.open(str(book)) as source:
+        marks = source.chapters()
+    with av.open(str(clip)) as source, av.open(str(tmp_path / "marked.mkv"), "w") as out:
+        streams = {s: out.add_stream_from_template(s) for s in source.streams}
+        out.set_chapters(marks)
+        for packet in source.demux():
+            if packet.dts is not None:
+                packet.stream = streams[packet.stream]
+                out.mux(packet)
+    [out_path] = run_tool("video-convert", [tmp_path / "marked.mkv"], tmp_path / "out", output_format="mp4").outputs
+    assert [title for _, _, title in samples_mod.chapters(out_path)] == ["Part 1", "Part 2", "Part 3"]

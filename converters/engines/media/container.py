@@ -26,6 +26,7 @@ from converters.base import ConversionError, Engine
 if TYPE_CHECKING:
     from av.audio.stream import AudioStream
     from av.container import InputContainer, OutputContainer
+    from av.container.core import Chapter
     from av.stream import Stream
     from av.video.stream import VideoStream
 
@@ -204,6 +205,27 @@ def frame_rate(stream: VideoStream) -> Fraction:
 def source_tags(container: InputContainer) -> dict[str, str]:
     """The input's descriptive tags (title, artist ...) worth carrying into the output."""
     return {k: v for k, v in container.metadata.items() if k.lower() not in _TECHNICAL_TAGS}
+
+
+def carry_chapters(source: InputContainer, out: OutputContainer, window: Window) -> int:
+    """The input's chapters (an audiobook's, a film's) into the output, moved and cut to ``window``; the
+    number kept. Muxers that hold chapters (MP4/M4A/M4B, Matroska, Ogg) write them; others drop them."""
+    kept: list[Chapter] = []
+    end = window.start + window.length if window.length is not None else None
+    for chapter in source.chapters():
+        base = chapter["time_base"]
+        if base is None:
+            continue
+        start_s, end_s = float(chapter["start"] * base), float(chapter["end"] * base)
+        start_s, end_s = max(start_s, window.start), min(end_s, end) if end is not None else end_s
+        if end_s <= start_s:
+            continue
+        kept.append({"id": len(kept), "start": round((start_s - window.start) / base),
+                     "end": round((end_s - window.start) / base), "time_base": base,
+                     "metadata": chapter["metadata"]})
+    if kept:
+        out.set_chapters(kept)
+    return len(kept)
 
 
 @contextlib.contextmanager

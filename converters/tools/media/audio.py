@@ -29,6 +29,7 @@ from converters.engines.media.container import (
     PYAV,
     Window,
     audio_stream,
+    carry_chapters,
     end_after_start,
     engine_errors,
     muxer_options,
@@ -188,6 +189,7 @@ def convert_audio(
         errors: list[str] = []
         with atomic_output(final) as temp, output_container(temp, target.muxer, muxer_options(target.muxer)) as out:
             out.metadata.update(source_tags(container))
+            carry_chapters(container, out, window)
             gate = PacketGate(out)
             job: StreamJob
             if copy:

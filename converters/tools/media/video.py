@@ -24,6 +24,7 @@ from converters.engines.media.container import (
     VIDEO_FORMATS,
     Window,
     audio_stream,
+    carry_chapters,
     end_after_start,
     engine_errors,
     frame_rate,
@@ -328,6 +329,7 @@ def _write(ctx: Context, container: InputContainer, final: Path, spec: Container
     errors: list[str] = []
     with atomic_output(final) as temp, output_container(temp, spec.muxer, muxer_options(spec.muxer)) as out:
         out.metadata.update(source_tags(container))
+        carry_chapters(container, out, window)
         gate = PacketGate(out, waiting=1 if chosen.video is not None else 0)
         jobs: dict[Any, StreamJob] = {}
         if chosen.video is None:
