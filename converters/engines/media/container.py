@@ -207,12 +207,15 @@ def source_tags(container: InputContainer) -> dict[str, str]:
     return {k: v for k, v in container.metadata.items() if k.lower() not in _TECHNICAL_TAGS}
 
 
+MAX_CHAPTERS = 10_000  # a real audiobook has hundreds; a file declaring more keeps the first ones
+
+
 def carry_chapters(source: InputContainer, out: OutputContainer, window: Window) -> int:
     """The input's chapters (an audiobook's, a film's) into the output, moved and cut to ``window``; the
     number kept. Muxers that hold chapters (MP4/M4A/M4B, Matroska, Ogg) write them; others drop them."""
     kept: list[Chapter] = []
     end = window.start + window.length if window.length is not None else None
-    for chapter in source.chapters():
+    for chapter in source.chapters()[:MAX_CHAPTERS]:
         base = chapter["time_base"]
         if base is None:
             continue
