@@ -12,6 +12,7 @@ from pytestqt.qtbot import QtBot
 
 from desktop.context import Desktop
 from desktop.main_window import MainWindow
+from desktop.models.tools import ToolInfo, tool_infos
 from desktop.views.shell import STAY, Shell
 from localapi.config import load_settings
 from localapi.core.service import Service
@@ -103,3 +104,13 @@ def slow_pdf(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def wait_for(qtbot: QtBot, check: Callable[[], bool], timeout: float = 60) -> None:
     qtbot.waitUntil(check, timeout=int(timeout * 1000))
+
+
+@pytest.fixture(scope="module")
+def tools(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ToolInfo]:
+    """Every tool as the desktop sees it (schema, availability), from a service of its own."""
+    service = Service.open(load_settings(tmp_path_factory.mktemp("data")))
+    try:
+        return {t.id: t for t in tool_infos(service.catalogue, service.switches.tool_status)}
+    finally:
+        service.close()

@@ -7,14 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pymupdf
-import pytest
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QColor, QWheelEvent
 from PySide6.QtWidgets import QApplication, QComboBox, QSpinBox, QWidget
 from pytestqt.qtbot import QtBot
 
 from desktop.main_window import MainWindow
-from desktop.models.tools import ToolInfo, tool_infos
+from desktop.models.tools import ToolInfo
 from desktop.views.field_editors import ColourEdit, TimeEdit
 from desktop.views.params_form import ParamsForm
 from localapi.config import load_settings
@@ -22,15 +21,6 @@ from localapi.core.service import Service
 from localapi.http.schemas import ToolOut
 from tests.conftest import png_bytes
 from tests.desktop.conftest import wait_for
-
-
-@pytest.fixture(scope="module")
-def tools(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ToolInfo]:
-    service = Service.open(load_settings(tmp_path_factory.mktemp("data")))
-    try:
-        return {t.id: t for t in tool_infos(service.catalogue, service.switches.tool_status)}
-    finally:
-        service.close()
 
 
 def form_for(qtbot: QtBot, tool: ToolInfo) -> ParamsForm:

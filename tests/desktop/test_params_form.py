@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QLineEdit, Q
 from pytestqt.qtbot import QtBot
 
 from desktop.context import Desktop
-from desktop.models.tools import ToolInfo, tool_infos
+from desktop.models.tools import ToolInfo
 from desktop.store import Prefs, PresetStore
 from desktop.views.options_pane import OptionsPane
 from desktop.views.params_form import Checker, MultiChoice, ParamsForm
@@ -23,15 +23,6 @@ def param_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     service = Service.open(load_settings(tmp_path_factory.mktemp("data")))
     try:
         return {t.id: t.params for t in service.catalogue}
-    finally:
-        service.close()
-
-
-@pytest.fixture(scope="module")
-def tools(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ToolInfo]:
-    service = Service.open(load_settings(tmp_path_factory.mktemp("data")))
-    try:
-        return {t.id: t for t in tool_infos(service.catalogue, service.switches.tool_status)}
     finally:
         service.close()
 
