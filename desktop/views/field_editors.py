@@ -5,7 +5,7 @@ guard that keeps the mouse wheel from changing a setting the pointer merely pass
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QColor
@@ -70,7 +70,20 @@ def _step(box: QSpinBox | QDoubleSpinBox, steps: int, start: Any, common: tuple[
     return False
 
 
-class NumberBox(QSpinBox):
+class _CommonSteps:
+    """The stepping :class:`NumberBox` and :class:`DecimalBox` share: from "Default" to ``start``, then
+    between the common values (see ``_step``); Qt's own step otherwise."""
+
+    start: Any
+    common: tuple[Any, ...]
+    nullable: bool
+
+    def stepBy(self, steps: int) -> None:  # noqa: N802 - Qt's name
+        if not _step(cast("QSpinBox | QDoubleSpinBox", self), steps, self.start, self.common, self.nullable):
+            super().stepBy(steps)  # type: ignore[misc]
+
+
+class NumberBox(_CommonSteps, QSpinBox):
     """A whole number; an optional one has "Default" at the bottom, from which one step up goes to
     ``start`` (128 kbps, 44100 Hz) rather than to the smallest value allowed."""
 
@@ -79,22 +92,14 @@ class NumberBox(QSpinBox):
         super().__init__(parent)
         self.start, self.common, self.nullable = start, common, nullable
 
-    def stepBy(self, steps: int) -> None:
-        if not _step(self, steps, self.start, self.common, self.nullable):
-            super().stepBy(steps)
 
-
-class DecimalBox(QDoubleSpinBox):
+class DecimalBox(_CommonSteps, QDoubleSpinBox):
     """:class:`NumberBox` for numbers with decimals."""
 
     def __init__(self, start: Any = None, common: tuple[Any, ...] = (), nullable: bool = False,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.start, self.common, self.nullable = start, common, nullable
-
-    def stepBy(self, steps: int) -> None:
-        if not _step(self, steps, self.start, self.common, self.nullable):
-            super().stepBy(steps)
 
 
 class TimeEdit(QLineEdit):
