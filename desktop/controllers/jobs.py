@@ -138,6 +138,7 @@ class JobsController(QObject):
         self._labels: dict[str, str] = {}  # job id -> its files' names
         self._key_names: dict[str, str] = {}
         self._formats: dict[str, tuple[str, ...]] = {}  # job id -> its inputs' formats
+        self._step_counts: dict[str, int] = {}  # workflow id -> how many steps it has
         self._refusals: dict[str, Refusal] = {}  # refused files' rows, by row id
         self._then: dict[str, _Then] = {}  # unlock job id -> the job to make from its result
         self._feeds: dict[str, str] = {}  # unlock job id -> the job made from its result ("" while it is made)
@@ -165,7 +166,7 @@ class JobsController(QObject):
     def _receive(self, event: JobEvent) -> None:
         """On the feed's thread: name a job's files and key the first time it is heard of (a read or
         two of the database, here rather than on the GUI thread), then hand the event over."""
-        if not self._relay.open:
+        if not self._relay.open or event.workflow is not None:  # a workflow's end: its jobs tell their own
             return
         self._name(event.job)
         self._relay.send(event)
@@ -290,6 +291,12 @@ class JobsController(QObject):
             self._formats[job.id] = self._input_formats(job.input_file_ids)
         if job.key_id and job.key_id not in self._key_names:
             self._key_names.update({k.id: k.name for k in self.service.keys.list()})
+        if job.workflow_id and job.workflow_id not in self._step_counts:
+            try:
+                workflow = self.service.workflows.get(job.workflow_id, Caller(any_owner=True))
+            except ServiceError:
+                return
+            self._step_counts[job.workflow_id] = len(workflow.steps)
 
     def _row(self, job: Job) -> JobRow:
         delivery = self.deliveries.get(job.id)
@@ -308,8 +315,9 @@ class JobsController(QObject):
             delivery_error=delivery.error if delivery else None,
             output_bytes=delivery.output_bytes if delivery else None,
             input_bytes=delivery.input_bytes if delivery else None,
-            can_unlock=from_app and job.status == JobStatus.FAILED
-            and self.can_unlock(job.tool, job.error_code, self._formats.get(job.id, ())))
+            can_unlock=from_app and job.status == JobStatus.FAILED and job.workflow_id is None
+            and self.can_unlock(job.tool, job.error_code, self._formats.get(job.id, ())),
+            workflow_id=job.workflow_id, step=job.step or 0, steps=self._step_counts.get(job.workflow_id or "", 0))
 
     def can_unlock(self, tool_id: str, code: str | None, formats: Sequence[str]) -> bool:
         """Whether a password would let a job of ``tool_id`` that failed with ``code`` go on: the tool

@@ -77,6 +77,29 @@ create table if not exists webhook_deliveries (
     unique (target, event_seq)
 );
 create index if not exists webhook_deliveries_due on webhook_deliveries (status, next_attempt_at);
+-- workflows (localapi/core/workflows/): steps run as ordinary jobs, which name their workflow and step;
+-- secret_steps holds the steps' passwords, sealed, until the workflow ends
+create table if not exists workflows (
+    id text primary key, key_id text, status text not null, progress integer not null default 0,
+    steps text not null, secret_steps text, preset text, tag text, webhook_url text,
+    input_file_ids text not null, current_step integer not null default 0,
+    result_file_ids text not null default '[]', bundle_file_id text,
+    error_code text, error_message text, error_step integer,
+    created_at real not null, started_at real, finished_at real, updated_at real not null
+);
+create index if not exists workflows_key_created on workflows (key_id, created_at, id);
+create index if not exists workflows_status on workflows (status);
+-- presets: named lists of steps, shared by every face of one install (the built-in ones live in code)
+create table if not exists presets (
+    name text primary key, description text not null default '', steps text not null,
+    created_at real not null, updated_at real not null
+);
+"""
+
+# indexes on columns added since a table was first released (made after COLUMNS_ADDED)
+LATE_INDEXES = """
+create index if not exists jobs_workflow on jobs (workflow_id, step) where workflow_id is not null;
+create index if not exists jobs_key_tag_created on jobs (key_id, tag, created_at, id) where tag is not null;
 """
 
 
@@ -86,6 +109,9 @@ COLUMNS_ADDED = (
     ("jobs", "secret_params", "text"),  # sealed passwords, until the job ends (jobs/sealed.py)
     ("idempotency", "owner", "text"),  # the process holding an in-flight claim, and its last sign of life
     ("idempotency", "heartbeat_at", "real"),
+    ("jobs", "tag", "text"),  # the caller's label, for GET /jobs?tag=
+    ("jobs", "workflow_id", "text"),  # the workflow this job is a step of, and which step (0-based)
+    ("jobs", "step", "integer"),
 )
 
 
@@ -112,6 +138,7 @@ class Database:
         for table, column, declaration in COLUMNS_ADDED:
             if column not in {row["name"] for row in conn.execute(f"pragma table_info({table})")}:
                 conn.execute(f"alter table {table} add column {column} {declaration}")
+        conn.executescript(LATE_INDEXES)
 
     def connect(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)

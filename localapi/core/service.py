@@ -31,6 +31,8 @@ from localapi.core.retention import purge_expired
 from localapi.core.signing import LinkSigner
 from localapi.core.switches import AVAILABILITY_TTL, Switches
 from localapi.core.webhooks import Webhooks
+from localapi.core.workflows.presets import PresetStore
+from localapi.core.workflows.service import WorkflowService
 
 log = logging.getLogger("filekiln")
 
@@ -51,6 +53,8 @@ class Service:
     limiter: RateLimits
     catalogue: Catalogue
     webhooks: Webhooks
+    presets: PresetStore
+    workflows: WorkflowService
     pool: WorkerPool | None = None
     _engines: tuple[float, dict[str, dict[str, Any]]] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -73,10 +77,16 @@ class Service:
             tool_settings=dict(settings.tools), memory_limit_mb=settings.job_memory_limit_mb,
             tool_timeouts=dict(settings.tool_timeouts), max_running_per_key=settings.max_running_jobs_per_key),
             enqueue=queue.enqueue, events=events, sealer=sealer)
+        keys = KeyService(db)
+        jobs = JobService(db, files, catalogue, switches, enqueue=queue.enqueue, data_dir=data, events=events,
+                          sealer=sealer)
+        presets = PresetStore(db)
+        workflows = WorkflowService(db, files, catalogue, switches, jobs, events, sealer, keys, presets,
+                                    enqueue=queue.enqueue)
+        jobs.ended = worker.ended = workflows.job_ended  # a workflow moves on as each of its jobs ends
         return cls(
-            settings=settings, db=db, files=files, keys=KeyService(db), switches=switches,
-            jobs=JobService(db, files, catalogue, switches, enqueue=queue.enqueue, data_dir=data, events=events,
-                            sealer=sealer),
+            settings=settings, db=db, files=files, keys=keys, switches=switches,
+            jobs=jobs, presets=presets, workflows=workflows,
             events=events,
             worker=worker, queue=queue,
             signer=LinkSigner(bytes.fromhex(db.setting_once("signing_secret", secrets.token_hex(32)))),
@@ -121,6 +131,7 @@ class Service:
 
     def housekeeping(self) -> None:
         self.worker.recover()
+        self.workflows.sweep()
         if time.monotonic() - self._last_purge >= self.settings.purge_interval_seconds:
             self._last_purge = time.monotonic()
             self.purge()

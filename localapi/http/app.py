@@ -15,12 +15,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from localapi import API_VERSION
 from localapi.core.idempotency import HEARTBEAT_SECONDS, IdempotencyStore
+from localapi.core.jobs.records import Job
 from localapi.core.service import Service
+from localapi.core.workflows.records import Workflow
 from localapi.http import problems
 from localapi.http.middleware import JsonBodyGate, LocalOnlyMiddleware
 from localapi.http.problems import PROBLEM_MEDIA_TYPE, problem_response
-from localapi.http.routes import downloads, events, files, jobs, system, tools, webhooks
-from localapi.http.schemas import JobOut
+from localapi.http.routes import downloads, events, files, jobs, presets, system, tools, webhooks, workflows
+from localapi.http.schemas import JobOut, WorkflowOut
 
 log = logging.getLogger("filekiln.http")
 
@@ -31,12 +33,18 @@ keys are made in the app's Keys panel or with `filekiln keys create`. Errors are
 `application/problem+json` with a stable `code`."""
 
 
+def render_subject(subject: Job | Workflow) -> dict[str, Any]:
+    """A job or a workflow as a webhook delivery carries it: as the API shows it."""
+    shown = JobOut.of(subject) if isinstance(subject, Job) else WorkflowOut.of(subject)
+    return shown.model_dump(mode="json")
+
+
 def create_app(service: Service) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service.events.start()  # waiting requests and event streams are woken by the feed
         # webhook bodies carry the job as GET /jobs/{id} shows it
-        service.webhooks.start(render=lambda job: JobOut.of(job).model_dump(mode="json"))
+        service.webhooks.start(render=render_subject)
         holding = asyncio.create_task(hold_claims(service.idempotency))
         yield
         holding.cancel()
@@ -52,7 +60,7 @@ def create_app(service: Service) -> FastAPI:
     )
     app.state.service = service
     v1 = APIRouter(prefix="/v1")
-    for module in (tools, files, jobs, events, downloads, system, webhooks):
+    for module in (tools, files, jobs, workflows, presets, events, downloads, system, webhooks):
         v1.include_router(module.router)
     app.include_router(v1)
     problems.install(app)
@@ -132,6 +140,12 @@ def _links(schema: dict[str, Any]) -> None:
         "GetResult": {"operationId": "get_result", "parameters": from_id},
         "CancelJob": {"operationId": "cancel_job", "parameters": from_id},
         "DeleteJob": {"operationId": "delete_job", "parameters": from_id},
+        "RetryJob": {"operationId": "retry_job", "parameters": from_id},
+    }
+    paths["/v1/workflows"]["post"]["responses"]["201"]["links"] = {
+        "GetWorkflow": {"operationId": "get_workflow", "parameters": from_id},
+        "GetWorkflowResult": {"operationId": "get_workflow_result", "parameters": from_id},
+        "CancelWorkflow": {"operationId": "cancel_workflow", "parameters": from_id},
     }
 
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from converters.base import Tool
 from localapi.core.jobs.records import Job
 from localapi.core.states import JobStatus
+from localapi.core.workflows.records import Preset, Workflow
 
 
 @functools.cache
@@ -70,17 +71,64 @@ class FileRefOut(BaseModel):
 
 
 
+TAG = Field(None, min_length=1, max_length=100, pattern=r"^[^\x00-\x1f]*$",
+            description="Your label, to find it again with ?tag=")
+
+
 class JobCreate(BaseModel):
     model_config = ConfigDict(json_schema_extra={"example": {
         "tool": "image-convert", "inputFileIds": ["file_..."], "outputFormat": "webp", "params": {"quality": 80}}})
 
-    tool: str = Field(min_length=1, max_length=100)
+    tool: str | None = Field(None, min_length=1, max_length=100, description="required unless preset is given")
+    preset: str | None = Field(None, min_length=1, max_length=80, description=(
+        "a one-step preset's name instead of tool, params and outputFormat (GET /presets); a preset of "
+        "several steps is run with POST /workflows"))
     inputFileIds: list[str] = Field(min_length=1, max_length=100)
     params: dict[str, Any] | None = None
     outputFormat: str | None = Field(None, max_length=20)
+    tag: str | None = TAG
     webhookUrl: str | None = Field(None, max_length=2048, description=(
         "Where this job's job.created, job.done, job.failed and job.canceled go, signed with the key's "
         "job secret (GET /webhooks/job-secret)"))
+
+
+class JobRetry(BaseModel):
+    params: dict[str, Any] | None = Field(None, description=(
+        "laid over the job's own params: give passwords again here, since a job does not keep them"))
+
+
+class StepIn(BaseModel):
+    tool: str = Field(min_length=1, max_length=100)
+    params: dict[str, Any] | None = None
+    outputFormat: str | None = Field(None, max_length=20)
+
+
+class WorkflowCreate(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"example": {
+        "inputFileIds": ["file_..."], "steps": [
+            {"tool": "document-to-pdf"}, {"tool": "pdf-compress", "params": {"level": "recommended"}}]}})
+
+    inputFileIds: list[str] = Field(min_length=1, max_length=100)
+    steps: list[StepIn] | None = Field(None, min_length=1, max_length=20, description="required unless preset is given")
+    preset: str | None = Field(None, min_length=1, max_length=80, description="a preset's name instead of steps")
+    tag: str | None = TAG
+    webhookUrl: str | None = Field(None, max_length=2048, description=(
+        "Where workflow.done, workflow.failed and workflow.canceled go, signed with the key's job secret"))
+
+
+class PresetIn(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"example": {
+        "name": "Small WebP", "description": "1024 px WebP", "steps": [
+            {"tool": "image-resize", "params": {"width": 1024}, "outputFormat": "webp"}]}})
+
+    name: str = Field(min_length=1, max_length=80)
+    description: str = Field("", max_length=500)
+    steps: list[StepIn] = Field(min_length=1, max_length=20)
+
+
+class PresetUpdate(BaseModel):
+    description: str = Field("", max_length=500)
+    steps: list[StepIn] = Field(min_length=1, max_length=20)
 
 
 class ResultFileOut(BaseModel):
@@ -111,6 +159,8 @@ class JobOut(BaseModel):
     createdAt: datetime
     startedAt: datetime | None
     finishedAt: datetime | None
+    tag: str | None = None
+    workflowId: str | None = Field(None, description="the workflow this job is a step of, if any")
     result: ResultOut | None = Field(default=None, description=(
         "A DONE job's download links, as GET /jobs/{id}/result gives them, when the call asked for them "
         "with include=result; otherwise null"))
@@ -121,8 +171,74 @@ class JobOut(BaseModel):
             id=job.id, tool=job.tool, status=job.status, progress=job.progress, outputFormat=job.output_format,
             errorMessage=job.error_message, errorCode=job.error_code, inputFileIds=job.input_file_ids,
             params=job.params, notes=job.notes, createdAt=iso(job.created_at),  # type: ignore[arg-type]
-            startedAt=iso(job.started_at), finishedAt=iso(job.finished_at),
+            startedAt=iso(job.started_at), finishedAt=iso(job.finished_at), tag=job.tag, workflowId=job.workflow_id,
         )
+
+
+class StepOut(BaseModel):
+    tool: str
+    params: dict[str, Any]
+    outputFormat: str | None
+    status: JobStatus = Field(description="from its jobs; QUEUED until it begins, CANCELED if it never will")
+    progress: int = Field(ge=0, le=100)
+    jobIds: list[str] = Field(description="its jobs, in the order of their inputs (GET /jobs/{id})")
+
+
+class WorkflowOut(BaseModel):
+    id: str
+    status: JobStatus
+    progress: int = Field(ge=0, le=100)
+    steps: list[StepOut]
+    inputFileIds: list[str]
+    preset: str | None
+    tag: str | None
+    createdAt: datetime
+    startedAt: datetime | None
+    finishedAt: datetime | None
+    errorCode: str | None
+    errorMessage: str | None = Field(description="which step failed, on which file, and why")
+    failedStep: int | None = Field(None, description="the step (1-based) that failed or was canceled")
+    result: ResultOut | None = Field(default=None, description="with include=result, a DONE workflow's links")
+
+    @classmethod
+    def of(cls, wf: Workflow) -> WorkflowOut:
+        return cls(
+            id=wf.id, status=wf.status, progress=wf.progress,
+            steps=[StepOut(tool=s.spec.tool, params=s.spec.params, outputFormat=s.spec.output_format, status=s.status,
+                           progress=s.progress, jobIds=s.job_ids) for s in wf.steps],
+            inputFileIds=wf.input_file_ids, preset=wf.preset, tag=wf.tag,
+            createdAt=iso(wf.created_at), startedAt=iso(wf.started_at),  # type: ignore[arg-type]
+            finishedAt=iso(wf.finished_at), errorCode=wf.error_code, errorMessage=wf.error_message,
+            failedStep=wf.error_step + 1 if wf.error_step is not None else None,
+        )
+
+
+class WorkflowPageOut(BaseModel):
+    items: list[WorkflowOut]
+    nextCursor: str | None
+
+
+class StepSpecOut(BaseModel):
+    tool: str
+    params: dict[str, Any]
+    outputFormat: str | None
+
+
+class PresetOut(BaseModel):
+    name: str
+    description: str
+    builtin: bool = Field(description="shipped with FileKiln: cannot be changed or deleted, only copied")
+    steps: list[StepSpecOut]
+
+    @classmethod
+    def of(cls, preset: Preset) -> PresetOut:
+        return cls(name=preset.name, description=preset.description, builtin=preset.builtin,
+                   steps=[StepSpecOut(tool=s.tool, params=s.params, outputFormat=s.output_format)
+                          for s in preset.steps])
+
+
+class PresetListOut(BaseModel):
+    items: list[PresetOut]
 
 
 class JobPageOut(BaseModel):
@@ -130,7 +246,8 @@ class JobPageOut(BaseModel):
     nextCursor: str | None
 
 
-WebhookEvent = Literal["job.created", "job.done", "job.failed", "job.canceled"]
+WebhookEvent = Literal["job.created", "job.done", "job.failed", "job.canceled", "workflow.done", "workflow.failed",
+                       "workflow.canceled"]
 
 
 class WebhookCreate(BaseModel):
@@ -138,7 +255,7 @@ class WebhookCreate(BaseModel):
         "url": "http://127.0.0.1:9000/filekiln", "events": ["job.done", "job.failed"]}})
 
     url: str = Field(min_length=1, max_length=2048)
-    events: list[WebhookEvent] = Field(min_length=1, max_length=4)
+    events: list[WebhookEvent] = Field(min_length=1, max_length=7)
 
 
 class WebhookOut(BaseModel):

@@ -28,6 +28,7 @@ from typing import Any
 from localapi.core.db import Database, now
 from localapi.core.jobs.records import Job
 from localapi.core.states import JobStatus
+from localapi.core.workflows.records import Workflow
 
 log = logging.getLogger("filekiln.events")
 
@@ -42,26 +43,53 @@ TYPE_OF_STATUS = {
     JobStatus.CANCELED: "job.canceled",
 }
 TERMINAL_TYPES = frozenset({"job.done", "job.failed", "job.canceled"})
-STREAMED_TYPES = frozenset({*TYPE_OF_STATUS.values(), PROGRESS})
+WORKFLOW_TYPES = frozenset({"workflow.done", "workflow.failed", "workflow.canceled"})  # a workflow's end
+STREAMED_TYPES = frozenset({*TYPE_OF_STATUS.values(), PROGRESS, *WORKFLOW_TYPES})
 TAIL_BATCH = 500
 
 
 @dataclass(frozen=True)
 class JobEvent:
+    """A change of a job (``job.*``), or a workflow's end (``workflow.*``), with a snapshot of it."""
+
     seq: int
     type: str
-    job: Job
+    subject: Job | Workflow
     created_at: float
 
     @property
+    def job(self) -> Job:
+        """The job of a ``job.*`` event (check :attr:`workflow` first where workflow events can come)."""
+        if not isinstance(self.subject, Job):
+            raise TypeError(f"{self.type} is not a job's event")
+        return self.subject
+
+    @property
+    def workflow(self) -> Workflow | None:
+        return self.subject if isinstance(self.subject, Workflow) else None
+
+    @property
+    def subject_id(self) -> str:
+        return self.subject.id
+
+    @property
+    def key_id(self) -> str | None:
+        return self.subject.key_id
+
+    @property
     def terminal(self) -> bool:
-        return self.type in TERMINAL_TYPES
+        return self.type in TERMINAL_TYPES or self.type in WORKFLOW_TYPES
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> JobEvent:
         data = json.loads(row["job"])
-        data["status"] = JobStatus(data["status"])
-        return cls(seq=row["seq"], type=row["type"], job=Job(**data), created_at=row["created_at"])
+        subject: Job | Workflow
+        if row["type"] in WORKFLOW_TYPES:
+            subject = Workflow.from_snapshot(data)
+        else:
+            data["status"] = JobStatus(data["status"])
+            subject = Job(**data)
+        return cls(seq=row["seq"], type=row["type"], subject=subject, created_at=row["created_at"])
 
 
 _made = threading.local()  # the events recorded by this thread's open change (EventFeed.changing)
@@ -76,9 +104,21 @@ def append(conn: sqlite3.Connection, job_id: str, event_type: str) -> None:
     created = now()
     cursor = conn.execute("insert into job_events (job_id, key_id, type, job, created_at) values (?, ?, ?, ?, ?)",
                           (job.id, job.key_id, event_type, json.dumps(dataclasses.asdict(job)), created))
+    _made_event(cursor.lastrowid, event_type, job, created)
+
+
+def append_workflow(conn: sqlite3.Connection, workflow: Workflow, event_type: str) -> None:
+    """Record a workflow's end (``workflow.done|failed|canceled``); call inside the changing transaction."""
+    created = now()
+    cursor = conn.execute("insert into job_events (job_id, key_id, type, job, created_at) values (?, ?, ?, ?, ?)",
+                          (workflow.id, workflow.key_id, event_type, json.dumps(workflow.snapshot()), created))
+    _made_event(cursor.lastrowid, event_type, workflow, created)
+
+
+def _made_event(seq: int | None, event_type: str, subject: Job | Workflow, created: float) -> None:
     made: list[JobEvent] | None = getattr(_made, "events", None)
-    if made is not None and cursor.lastrowid is not None:
-        made.append(JobEvent(seq=cursor.lastrowid, type=event_type, job=job, created_at=created))
+    if made is not None and seq is not None:
+        made.append(JobEvent(seq=seq, type=event_type, subject=subject, created_at=created))
 
 
 class Listener:
@@ -96,8 +136,8 @@ class Listener:
         if event.type not in self.types:
             return False
         if self.job_id is not None:
-            return event.job.id == self.job_id
-        return event.job.key_id == self.key_id
+            return event.subject_id == self.job_id
+        return event.key_id == self.key_id
 
 
 class EventFeed:

@@ -33,6 +33,9 @@ class Job:
     updated_at: float
     attempts: int
     webhook_url: str | None = None  # where this job's own webhook deliveries go, if anywhere
+    tag: str | None = None  # the caller's label (GET /jobs?tag=)
+    workflow_id: str | None = None  # the workflow this job is a step of
+    step: int | None = None  # which step of it (0-based)
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Job:
@@ -43,7 +46,8 @@ class Job:
             bundle_file_id=row["bundle_file_id"], error_code=row["error_code"],
             error_message=row["error_message"], notes=json.loads(row["notes"]), created_at=row["created_at"],
             started_at=row["started_at"], finished_at=row["finished_at"], updated_at=row["updated_at"],
-            attempts=row["attempts"], webhook_url=row["webhook_url"],
+            attempts=row["attempts"], webhook_url=row["webhook_url"], tag=row["tag"],
+            workflow_id=row["workflow_id"], step=row["step"],
         )
 
 

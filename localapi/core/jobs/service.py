@@ -7,11 +7,12 @@ Every face (HTTP, desktop, CLI) goes through here; nothing here runs a conversio
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from converters.base import SECRET_MASK, InputFile, Tool
+from converters.base import SECRET_MASK, InputFile, Params, Tool
 from converters.catalogue import Catalogue
 from localapi.core.db import Database, new_id, now
 from localapi.core.errors import (
@@ -45,13 +46,16 @@ class JobService:
         self.switches = switches
         self.enqueue = enqueue
         self.data_dir = data_dir
+        self.ended: Callable[[Job], None] = lambda job: None  # told of every job this side ends (cancel)
 
     # ---- creation ----
 
     def validate(self, caller: Caller, tool_id: str, input_file_ids: Sequence[str],
-                 params: dict[str, Any] | None, output_format: str | None) -> tuple[Tool, Any, str, list[StoredFile]]:
-        """Everything that can be said about a job before it is queued; raises ServiceError."""
-        if self.switches.maintenance:
+                 params: dict[str, Any] | None, output_format: str | None,
+                 *, continuing: bool = False) -> tuple[Tool, Any, str, list[StoredFile]]:
+        """Everything that can be said about a job before it is queued; raises ServiceError.
+        ``continuing``: the next step of a workflow already accepted, which maintenance does not hold up."""
+        if self.switches.maintenance and not continuing:
             raise Unavailable("FileKiln is in maintenance mode; try again later.", code="maintenance",
                               headers={"Retry-After": "60"})
         tool, model, fmt = check_request(self.catalogue, self.switches, tool_id, params, output_format,
@@ -76,37 +80,67 @@ class JobService:
 
     def create(self, caller: Caller, tool_id: str, input_file_ids: Sequence[str],
                params: dict[str, Any] | None = None, output_format: str | None = None,
-               webhook_url: str | None = None) -> Job:
+               webhook_url: str | None = None, tag: str | None = None) -> Job:
         """Validate and queue a job. ``webhook_url`` (checked by the caller against the allowed hosts)
         receives this job's events besides the key's webhooks."""
         tool, model, fmt, _ = self.validate(caller, tool_id, input_file_ids, params, output_format)
+        with self.events.changing() as conn:
+            self.charge(conn, caller)
+            created = self.insert(conn, caller.key_id, tool, model, fmt, input_file_ids,
+                                  webhook_url=webhook_url, tag=tag)
+        self.enqueue(created.id)
+        return created  # as created (QUEUED): an idle worker may take it before a read here could
+
+    def charge(self, conn: sqlite3.Connection, caller: Caller, *, refuse: bool = True) -> None:
+        """Count one job against the caller's daily quota; past it, refuse (402) unless ``refuse`` is off
+        (a later step of a workflow the quota let in)."""
+        key = caller.key
+        if key is None:
+            return
+        used_row = conn.execute("select jobs from usage where key_id = ? and day = ?", (key.id, today())).fetchone()
+        used = used_row["jobs"] if used_row else 0
+        if refuse and key.daily_job_quota is not None and used >= key.daily_job_quota:
+            raise QuotaExceeded(
+                f"This key's daily quota of {key.daily_job_quota} jobs is used up; it resets at 00:00 UTC.",
+                headers=quota_headers(key.daily_job_quota, used))
+        conn.execute("insert into usage (key_id, day, jobs) values (?, ?, 1) "
+                     "on conflict (key_id, day) do update set jobs = jobs + 1", (key.id, today()))
+
+    def insert(self, conn: sqlite3.Connection, key_id: str | None, tool: Tool, model: Params, fmt: str,
+               input_file_ids: Sequence[str], *, webhook_url: str | None = None, tag: str | None = None,
+               workflow_id: str | None = None, step: int | None = None) -> Job:
+        """Record a validated job as QUEUED, inside the caller's open change; the caller enqueues it
+        once the change has committed."""
         job_id = new_id("job")
         t = now()
-        with self.events.changing() as conn:
-            key = caller.key
-            if key is not None:
-                used_row = conn.execute("select jobs from usage where key_id = ? and day = ?",
-                                        (key.id, today())).fetchone()
-                used = used_row["jobs"] if used_row else 0
-                if key.daily_job_quota is not None and used >= key.daily_job_quota:
-                    raise QuotaExceeded(
-                        f"This key's daily quota of {key.daily_job_quota} jobs is used up; it resets at 00:00 UTC.",
-                        headers=quota_headers(key.daily_job_quota, used))
-                conn.execute("insert into usage (key_id, day, jobs) values (?, ?, 1) "
-                             "on conflict (key_id, day) do update set jobs = jobs + 1", (key.id, today()))
-            revealed = model.revealed()
-            conn.execute(
-                "insert into jobs (id, key_id, tool, status, progress, output_format, params, input_file_ids,"
-                " created_at, updated_at, webhook_url, secret_params) values (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)",
-                (job_id, caller.key_id, tool.id, JobStatus.QUEUED, fmt, json.dumps(model.public()),
-                 json.dumps(list(input_file_ids)), t, t, webhook_url,
-                 self.sealer.seal({name: revealed[name] for name in model.secret_names()})),
-            )
-            append(conn, job_id, CREATED)
-            append(conn, job_id, TYPE_OF_STATUS[JobStatus.QUEUED])
-            created = Job.from_row(conn.execute("select * from jobs where id = ?", (job_id,)).fetchone())
-        self.enqueue(job_id)
-        return created  # as created (QUEUED): an idle worker may take it before a read here could
+        revealed = model.revealed()
+        conn.execute(
+            "insert into jobs (id, key_id, tool, status, progress, output_format, params, input_file_ids,"
+            " created_at, updated_at, webhook_url, secret_params, tag, workflow_id, step)"
+            " values (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (job_id, key_id, tool.id, JobStatus.QUEUED, fmt, json.dumps(model.public()),
+             json.dumps(list(input_file_ids)), t, t, webhook_url,
+             self.sealer.seal({name: revealed[name] for name in model.secret_names()}), tag, workflow_id, step),
+        )
+        append(conn, job_id, CREATED)
+        append(conn, job_id, TYPE_OF_STATUS[JobStatus.QUEUED])
+        return Job.from_row(conn.execute("select * from jobs where id = ?", (job_id,)).fetchone())
+
+    def retry(self, job_id: str, caller: Caller, params: dict[str, Any] | None = None) -> Job:
+        """Run a FAILED or CANCELED job again as a new job: same tool, inputs, output format, tag and
+        webhook; ``params`` (such as a password, which a job does not keep) are laid over its own."""
+        job = self.get(job_id, caller)
+        if job.status not in (JobStatus.FAILED, JobStatus.CANCELED):
+            raise Conflict(f"Job {job.id} is {job.status}; only a FAILED or CANCELED job can be retried.",
+                           code="job_not_retryable")
+        for file_id in job.input_file_ids:
+            try:
+                self.files.get(file_id, any_owner=True)
+            except ServiceError:
+                raise Gone(f"The inputs of job {job.id} are no longer kept; upload them again.",
+                           code="inputs_gone") from None
+        return self.create(caller, job.tool, job.input_file_ids, {**job.params, **(params or {})},
+                           job.output_format, webhook_url=job.webhook_url, tag=job.tag)
 
     # ---- reading ----
 
@@ -117,7 +151,8 @@ class JobService:
         return Job.from_row(row)
 
     def page(self, caller: Caller, *, status: str | None = None, tool: str | None = None,
-             limit: int = 50, cursor: str | None = None, everyone: bool = False) -> JobPage:
+             tag: str | None = None, limit: int = 50, cursor: str | None = None,
+             everyone: bool = False) -> JobPage:
         """Newest first. ``cursor`` is the opaque value of a previous page's ``next_cursor``."""
         where: list[str] = []
         args: list[Any] = []
@@ -130,6 +165,9 @@ class JobService:
         if tool:
             where.append("tool = ?")
             args.append(tool)
+        if tag:
+            where.append("tag = ?")
+            args.append(tag)
         if cursor:
             created_text, _, last_id = cursor.partition("~")
             where.append("(created_at < ? or (created_at = ? and id < ?))")
@@ -174,10 +212,15 @@ class JobService:
             JobStatus.CANCELED, now(), now(), job.id, JobStatus.QUEUED, JobStatus.PROCESSING)
         if not changed:
             raise Conflict(f"Job {job_id} is already {self.get(job_id, caller).status}.", code="job_finished")
-        return self.get(job_id, caller)
+        canceled = self.get(job_id, caller)
+        self.ended(canceled)
+        return canceled
 
     def delete(self, job_id: str, caller: Caller) -> None:
         job = self.get(job_id, caller)
+        if job.workflow_id is not None and self._workflow_running(job.workflow_id):
+            raise Conflict(f"Job {job.id} is a step of workflow {job.workflow_id}, which is still running; "
+                           "cancel the workflow first.", code="workflow_running")
         if not job.status.finished:
             try:
                 self.cancel(job_id, caller)
@@ -189,6 +232,10 @@ class JobService:
             conn.execute("delete from jobs where id = ?", (job.id,))
         for file_id in [*job.result_file_ids, *([job.bundle_file_id] if job.bundle_file_id else [])]:
             self.files.delete(file_id)
+
+    def _workflow_running(self, workflow_id: str) -> bool:
+        row = self.db.one("select status from workflows where id = ?", workflow_id)
+        return row is not None and JobStatus(row["status"]).active
 
     def inputs_in_use(self, file_id: str) -> bool:
         row = self.db.one(

@@ -109,6 +109,7 @@ class JobWorker:
         self.identity = identity or process_identity()
         self._served: dict[str | None, float] = {}  # caller -> when this process last started one of its jobs
         self.children: ChildPool | None = None  # warm children, while workers run
+        self.ended: Callable[[Job], None] = lambda job: None  # told of every job run here, once it has ended
         engines = {e.name: e for tool in catalogue for e in tool.resident}
         self.slots = EngineSlots(settings.models_dir.parent / "engines", list(engines.values()))
         settings.jobs_dir.mkdir(parents=True, exist_ok=True)
@@ -211,6 +212,7 @@ class JobWorker:
             return JobStatus.FAILED
         finally:
             shutil.rmtree(work, ignore_errors=True)
+            self.ended(job)
 
     def _load(self, job_id: str) -> Job:
         row = self.db.one("select * from jobs where id = ?", job_id)
@@ -351,6 +353,7 @@ class JobWorker:
             else:
                 self._finish(row["id"], JobStatus.FAILED, "interrupted",
                              "The worker running this job stopped unexpectedly, twice.")
+                self.ended(self._load(row["id"]))
                 counts["interrupted"] += 1
             shutil.rmtree(self.settings.jobs_dir / row["id"], ignore_errors=True)
         return counts

@@ -165,7 +165,7 @@ class Dispatcher:
         return {r[0] for r in conn.execute("select distinct key_id from webhooks where disabled_at is null")}
 
     def _targets(self, conn: Any, event: JobEvent, hooked: set[str]) -> list[tuple[str, str]]:
-        job = event.job
+        job = event.subject  # a job, or a workflow (workflow.* events)
         if job.key_id is None:  # the desktop's and the CLI's own jobs have no key, so no hooks
             return []
         if job.key_id not in hooked:
@@ -180,13 +180,14 @@ class Dispatcher:
         return targets
 
     def _insert(self, conn: Any, target: str, url: str, event: JobEvent) -> None:
-        body = json.dumps({"event": event.type, "job": self.render(event.job), "createdAt": iso(event.created_at)},
+        noun = "workflow" if event.workflow is not None else "job"
+        body = json.dumps({"event": event.type, noun: self.render(event.subject), "createdAt": iso(event.created_at)},
                           separators=(",", ":"))
         t = now()
         conn.execute(
             "insert or ignore into webhook_deliveries (id, target, event_seq, event_type, job_id, key_id, url, body,"
             " status, next_attempt_at, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (new_id("evt"), target, event.seq, event.type, event.job.id, event.job.key_id, url, body,
+            (new_id("evt"), target, event.seq, event.type, event.subject_id, event.key_id, url, body,
              DeliveryStatus.PENDING, t, t))
 
     def schedule(self) -> float:

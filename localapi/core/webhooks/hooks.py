@@ -18,20 +18,23 @@ from localapi.core.errors import InvalidParams, NotFound
 from localapi.core.jobs.events import EventFeed
 from localapi.core.jobs.records import Job
 from localapi.core.webhooks.targets import TargetPolicy, TargetRefused
+from localapi.core.workflows.records import Workflow
 
 if TYPE_CHECKING:
     from localapi.core.webhooks.dispatch import Dispatcher
 
 log = logging.getLogger("filekiln.webhooks")
 
-EVENTS = ("job.created", "job.done", "job.failed", "job.canceled")  # what a hook may subscribe to
+# what a hook may subscribe to
+EVENTS = ("job.created", "job.done", "job.failed", "job.canceled", "workflow.done", "workflow.failed",
+          "workflow.canceled")
 FEED_POSITION = "webhook_feed_seq"  # the last job_events.seq turned into deliveries
 JOB_TARGET = "job:"  # the target of a job's own webhookUrl is "job:<job id>"; a hook's is its id
 MAX_URL = 2048
 LEASE_MARGIN = 30.0  # seconds past the timeout before another sender may take an attempt over
 KEEP_FINISHED = 7 * 86400.0  # delivered and abandoned rows are kept this long, for inquiries
 
-RenderJob = Callable[[Job], dict[str, Any]]
+RenderJob = Callable[[Job | Workflow], dict[str, Any]]  # a job or a workflow as the API shows it
 
 
 class DeliveryStatus(StrEnum):

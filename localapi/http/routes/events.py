@@ -23,7 +23,7 @@ from localapi.core.jobs.events import PROGRESS, STREAMED_TYPES, TYPE_OF_STATUS, 
 from localapi.core.service import Service
 from localapi.http.deps import JobDep, KeyDep, ServiceDep
 from localapi.http.problems import problems
-from localapi.http.schemas import JobOut
+from localapi.http.schemas import JobOut, WorkflowOut
 
 router = APIRouter(tags=["events"])
 
@@ -37,7 +37,9 @@ LastEventId = Annotated[str | None, Header(alias="Last-Event-ID", max_length=20,
 
 
 def frame(event: JobEvent) -> bytes:
-    data = json.dumps(JobOut.of(event.job).model_dump(mode="json"), separators=(",", ":"))
+    workflow = event.workflow
+    shown = WorkflowOut.of(workflow) if workflow is not None else JobOut.of(event.job)
+    data = json.dumps(shown.model_dump(mode="json"), separators=(",", ":"))
     return f"id: {event.seq}\nevent: {event.type}\ndata: {data}\n\n".encode()
 
 
@@ -61,7 +63,7 @@ async def stream(service: Service, listener: Listener, backlog: list[JobEvent], 
             for event in pending:
                 if event.seq and event.seq <= sent:
                     continue
-                job_id = event.job.id
+                job_id = event.subject_id
                 if event.type == PROGRESS and time.monotonic() - last_progress.get(job_id, 0.0) < PROGRESS_INTERVAL:
                     held[job_id] = event
                     continue
@@ -82,7 +84,7 @@ async def stream(service: Service, listener: Listener, backlog: list[JobEvent], 
                 if held:
                     pending, held = sorted(held.values(), key=lambda e: e.seq), {}
                     for event in pending:
-                        last_progress[event.job.id] = 0.0
+                        last_progress[event.subject_id] = 0.0
                 elif await request.is_disconnected():
                     return
                 else:
@@ -117,7 +119,7 @@ def _now_event(service: Service, job_id: str) -> JobEvent:
         if latest is None or latest.job.status == job.status:
             break
     seq = latest.seq if latest is not None and latest.job.status == job.status else 0
-    return JobEvent(seq=seq, type=TYPE_OF_STATUS[job.status], job=job, created_at=job.updated_at)
+    return JobEvent(seq=seq, type=TYPE_OF_STATUS[job.status], subject=job, created_at=job.updated_at)
 
 
 @router.get("/events", response_class=StreamingResponse, responses={**EVENT_STREAM, **problems(401, 429)})

@@ -18,7 +18,7 @@ from localapi.core.service import Service
 from localapi.core.states import JobStatus
 from localapi.http.deps import CallerDep, JobDep, KeyDep, OwnJobDep, ServiceDep
 from localapi.http.problems import problems
-from localapi.http.schemas import JobCreate, JobOut, JobPageOut, ResultFileOut, ResultOut, iso
+from localapi.http.schemas import JobCreate, JobOut, JobPageOut, JobRetry, ResultFileOut, ResultOut, iso
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 
@@ -94,8 +94,9 @@ def _create(body: JobCreate, service: Service, key: ApiKey,
         if replay is not None:
             return replay.status_code, replay.body, {"Idempotent-Replayed": "true"}, None
     try:
-        job = service.jobs.create(caller, body.tool, body.inputFileIds, body.params, body.outputFormat,
-                                  webhook_url=service.webhooks.check_url(body.webhookUrl, "webhookUrl"))
+        tool, params, output_format = job_request(service, body)
+        job = service.jobs.create(caller, tool, body.inputFileIds, params, output_format,
+                                  webhook_url=service.webhooks.check_url(body.webhookUrl, "webhookUrl"), tag=body.tag)
     except BaseException:
         if idempotency_key:
             service.idempotency.abandon(key.id, idempotency_key)
@@ -106,18 +107,35 @@ def _create(body: JobCreate, service: Service, key: ApiKey,
     return 201, payload, quota_headers(key.daily_job_quota, service.keys.jobs_today(key.id)), job
 
 
+def job_request(service: Service, body: JobCreate) -> tuple[str, dict[str, Any] | None, str | None]:
+    """The tool, params and output format of a create request: its own, or its one-step preset's."""
+    if body.preset is None:
+        if body.tool is None:
+            raise InvalidParams("Give a tool or a preset.", errors={"tool": ["required unless preset is given"]})
+        return body.tool, body.params, body.outputFormat
+    if body.tool is not None or body.params is not None or body.outputFormat is not None:
+        raise InvalidParams("A preset brings its own tool, params and output format; give the preset alone.",
+                            errors={"preset": ["not with tool, params or outputFormat"]})
+    steps, _ = service.workflows.resolve(None, body.preset)
+    if len(steps) > 1:
+        raise InvalidParams(f"The preset {body.preset!r} has {len(steps)} steps: run it with POST /workflows.",
+                            code="preset_has_steps", errors={"preset": ["several steps: use POST /workflows"]})
+    return steps[0].tool, steps[0].params, steps[0].output_format
+
+
 @router.get("", response_model=JobPageOut, responses=problems(400, 401, 422, 429))
 def list_jobs(
     service: ServiceDep,
     caller: CallerDep,
     status: JobStatus | None = None,
     tool: Annotated[str | None, Query(max_length=100)] = None,
+    tag: Annotated[str | None, Query(max_length=100)] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Query(max_length=200, pattern=CURSOR_PATTERN)] = None,
 ) -> JobPageOut:
     """This key's jobs, newest first; follow ``nextCursor`` for the next page."""
     try:
-        page = service.jobs.page(caller, status=status, tool=tool, limit=limit, cursor=cursor)
+        page = service.jobs.page(caller, status=status, tool=tool, tag=tag, limit=limit, cursor=cursor)
     except ValueError:
         raise InvalidParams("The cursor is not valid.", errors={"cursor": ["not a cursor from this API"]}) from None
     return JobPageOut(items=[job_out(j) for j in page.items], nextCursor=page.next_cursor)
@@ -138,9 +156,18 @@ def cancel_job(job: OwnJobDep, service: ServiceDep, caller: CallerDep) -> JobOut
     return job_out(service.jobs.cancel(job.id, caller))
 
 
-@router.delete("/{id}", status_code=204, response_class=Response, responses=problems(401, 404, 429))
+@router.post("/{id}/retry", status_code=201, response_model=JobOut,
+             responses=problems(400, 401, 402, 404, 409, 410, 413, 415, 422, 429, 503))
+def retry_job(job: OwnJobDep, service: ServiceDep, caller: CallerDep, body: JobRetry | None = None) -> JobOut:
+    """Run a FAILED or CANCELED job again, as a new job with the same inputs (while they are kept),
+    tool, params, output format and tag. A job does not keep its passwords: give them in ``params``."""
+    return job_out(service.jobs.retry(job.id, caller, body.params if body else None))
+
+
+@router.delete("/{id}", status_code=204, response_class=Response, responses=problems(401, 404, 409, 429))
 def delete_job(job: OwnJobDep, service: ServiceDep, caller: CallerDep) -> Response:
-    """Delete a job and its results (a running job is canceled first). Inputs are kept."""
+    """Delete a job and its results (a running job is canceled first). Inputs are kept. A step of a
+    workflow still running is refused (409 ``workflow_running``): cancel the workflow instead."""
     service.jobs.delete(job.id, caller)
     return Response(status_code=204)
 
@@ -160,13 +187,16 @@ async def get_result(job: JobDep, service: ServiceDep, request: Request) -> Resu
 
 def result_out(service: Service, request: Request, job_id: str) -> ResultOut:
     result = service.jobs.result(job_id, Caller(any_owner=True))
-    now = time.time()
-    files = []
-    for f in result.files:
-        url, _ = link_for(service, request, f, now)
-        files.append(ResultFileOut(id=f.id, name=f.original_name, mimeType=f.mime_type, sizeBytes=f.size_bytes,
-                                   downloadUrl=url))
-    main = result.bundle or result.files[0]
-    url, expires = link_for(service, request, main, now)
-    return ResultOut(downloadUrl=url, expiresAt=iso(expires), files=files)  # type: ignore[arg-type]
+    return links_out(service, request, result.files, result.bundle)
 
+
+def links_out(service: Service, request: Request, files: list[StoredFile], bundle: StoredFile | None) -> ResultOut:
+    """Signed links to each file, and the main link: the one file, or the ZIP of several."""
+    now = time.time()
+    shown = []
+    for f in files:
+        url, _ = link_for(service, request, f, now)
+        shown.append(ResultFileOut(id=f.id, name=f.original_name, mimeType=f.mime_type, sizeBytes=f.size_bytes,
+                                   downloadUrl=url))
+    url, expires = link_for(service, request, bundle or files[0], now)
+    return ResultOut(downloadUrl=url, expiresAt=iso(expires), files=shown)  # type: ignore[arg-type]

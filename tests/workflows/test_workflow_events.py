@@ -1,0 +1,81 @@
+"""A workflow's end as an event: to its own webhookUrl, to a key's hooks, and in the key's SSE stream."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import httpx
+
+from tests.api import test_webhooks as webhook_tests
+from tests.api.test_webhooks import Receiver, hook, verify
+from tests.conftest import png_bytes, upload
+from tests.workflows.test_workflows_api import wait_workflow
+
+# the webhook tests' fixtures: one fast-retrying server for the module, a client, real receivers
+server, client, receivers = webhook_tests.server, webhook_tests.client, webhook_tests.receivers
+
+
+def start(client: httpx.Client, **extra: Any) -> dict[str, Any]:
+    ref = upload(client, "a.png", png_bytes())
+    r = client.post("/workflows", json={"inputFileIds": [ref["id"]], "steps": [
+        {"tool": "image-convert", "outputFormat": "jpg"}, {"tool": "image-to-pdf"}], **extra})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def test_a_workflows_webhook_url_gets_its_end_signed_with_the_key_job_secret(client: httpx.Client,
+                                                                               receivers: Any) -> None:
+    receiver: Receiver = receivers()
+    secret = client.get("/webhooks/job-secret").json()["secret"]
+    workflow = start(client, webhookUrl=receiver.url)
+    assert wait_workflow(client, workflow["id"])["status"] == "DONE"
+    hit = receiver.wait_events("workflow.done")[0]
+    verify(secret, hit)
+    body = json.loads(hit.body)
+    assert body["event"] == "workflow.done" and body["workflow"]["id"] == workflow["id"]
+    assert body["workflow"]["status"] == "DONE" and [s["status"] for s in body["workflow"]["steps"]] == ["DONE"] * 2
+    assert all(json.loads(h.body)["event"].startswith("workflow.") for h in receiver.hits)  # not its jobs'
+
+
+def test_a_keys_hook_can_take_workflow_failures(client: httpx.Client, receivers: Any) -> None:
+    receiver: Receiver = receivers()
+    made = hook(client, receiver.url, ["workflow.failed"])
+    ref = upload(client, "one.png", png_bytes())
+    r = client.post("/workflows", json={"inputFileIds": [ref["id"]], "steps": [
+        {"tool": "image-to-pdf"}, {"tool": "pdf-extract-pages", "params": {"pages": "7"}}]})
+    assert wait_workflow(client, r.json()["id"])["status"] == "FAILED"
+    hit = receiver.wait_events("workflow.failed")[0]
+    verify(made["secret"], hit)
+    body = json.loads(hit.body)["workflow"]
+    assert body["failedStep"] == 2 and "one.pdf" in body["errorMessage"]
+    client.delete(f"/webhooks/{made['id']}")
+
+
+def test_the_key_stream_carries_the_workflow_end(client: httpx.Client) -> None:
+    seen: list[tuple[str, dict[str, Any]]] = []
+    opened = threading.Event()
+
+    def listen() -> None:
+        with client.stream("GET", "/events", timeout=60) as r:
+            event = None
+            for line in r.iter_lines():
+                if line.startswith(": connected"):
+                    opened.set()
+                elif line.startswith("event: "):
+                    event = line[7:]
+                elif line.startswith("data: ") and event:
+                    seen.append((event, json.loads(line[6:])))
+                    if event.startswith("workflow."):
+                        return
+
+    reader = threading.Thread(target=listen, daemon=True)
+    reader.start()
+    assert opened.wait(30)
+    workflow = start(client)
+    reader.join(60)
+    ends = [data for event, data in seen if event == "workflow.done"]
+    assert ends and ends[0]["id"] == workflow["id"] and ends[0]["progress"] == 100
+    job_events = [data for event, data in seen if event == "job.done"]
+    assert {j["workflowId"] for j in job_events} == {workflow["id"]} and len(job_events) == 2
