@@ -27,20 +27,26 @@ OpenUrl = Callable[[str], None]
 
 
 def curl_example(base_url: str, key_placeholder: str = "YOUR_API_KEY") -> str:
-    """A ready-to-paste session: upload, create a job, poll it, fetch the result."""
+    """A ready-to-paste shell session that works as written (with a real key and a photo.png): upload,
+    create the job and wait for it to end, download the result. Only curl, grep and cut: no jq."""
     return (
         f'KEY={key_placeholder}\n'
         f'BASE={base_url}\n'
+        '# field NAME: the value of the first "NAME":"..." in a JSON answer\n'
+        'field() { grep -o "\\"$1\\":\\"[^\\"]*\\"" | head -n 1 | cut -d\'"\' -f4; }\n'
         '# 1. upload a file\n'
-        'FILE=$(curl -s -H "X-API-Key: $KEY" -F "file=@photo.png" $BASE/files | jq -r .id)\n'
-        '# 2. create a job\n'
-        'JOB=$(curl -s -H "X-API-Key: $KEY" -H "Content-Type: application/json" \\\n'
+        'FILE=$(curl -sf -H "X-API-Key: $KEY" -F "file=@photo.png" "$BASE/files" | field id)\n'
+        '# 2. create a job; the answer comes when it has ended (or after 60 s)\n'
+        'JOB=$(curl -sf -H "X-API-Key: $KEY" -H "Content-Type: application/json" \\\n'
         '  -d "{\\"tool\\": \\"image-convert\\", \\"inputFileIds\\": [\\"$FILE\\"],'
         ' \\"outputFormat\\": \\"webp\\"}" \\\n'
-        '  $BASE/jobs | jq -r .id)\n'
-        '# 3. poll until DONE, then download\n'
-        'curl -s $BASE/jobs/$JOB | jq .status\n'
-        'curl -s $BASE/jobs/$JOB/result | jq -r .downloadUrl | xargs curl -sOJ\n'
+        '  "$BASE/jobs?wait=60" | field id)\n'
+        '# 3. wait until it has ended (60 s at a time), then download the result\n'
+        'while STATUS=$(curl -sf -H "X-API-Key: $KEY" "$BASE/jobs/$JOB?wait=60" | field status);'
+        ' [ "$STATUS" = QUEUED ] || [ "$STATUS" = PROCESSING ]; do :; done\n'
+        'echo "$STATUS"\n'
+        '[ "$STATUS" = DONE ] && curl -sf -H "X-API-Key: $KEY" "$BASE/jobs/$JOB/result" | field downloadUrl'
+        ' | xargs curl -sfOJ\n'
     )
 
 

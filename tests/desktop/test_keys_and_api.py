@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 import socket
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -14,7 +17,7 @@ from pytestqt.qtbot import QtBot
 from desktop.context import Desktop
 from desktop.main_window import MainWindow
 from desktop.views.api_panel import curl_example
-from tests.conftest import assert_problem, png_bytes
+from tests.conftest import Server, assert_problem, png_bytes
 from tests.desktop.conftest import Recorder, wait_for
 
 
@@ -141,3 +144,14 @@ def test_a_port_in_use_is_explained_and_another_can_be_chosen(qtbot: QtBot, wind
 def test_curl_example_uses_the_base_url_and_a_placeholder() -> None:
     text = curl_example("http://127.0.0.1:9999/v1")
     assert "BASE=http://127.0.0.1:9999/v1" in text and "YOUR_API_KEY" in text
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+def test_the_curl_example_works_as_pasted_with_a_real_key(server: Server, tmp_path: Path) -> None:
+    """Pasted with a key in place of the placeholder, it waits for the job and downloads the result."""
+    script = curl_example(server.base_url).replace("YOUR_API_KEY", server.create_key("pasted"))
+    (tmp_path / "photo.png").write_bytes(png_bytes(320, 200))
+    result = subprocess.run(["bash", "-eu", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "DONE"
+    assert (tmp_path / "photo.webp").read_bytes()[8:12] == b"WEBP"
