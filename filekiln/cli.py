@@ -41,6 +41,18 @@ def build_parser() -> argparse.ArgumentParser:
     worker = sub.add_parser("worker", parents=[common], help="workers only, on the same data dir")
     worker.add_argument("--workers", type=int, default=None)
 
+    watch = sub.add_parser("watch", parents=[common], help="convert every file that lands in a folder, until stopped")
+    watch.add_argument("in_dir", nargs="?", type=Path, help="the folder to watch (none: every stored folder)")
+    watch.add_argument("--preset", default=None, help="the preset each file goes through")
+    watch.add_argument("--out", dest="out_dir", type=Path, default=None, help="where the outputs go")
+    watch.add_argument("--recursive", action="store_true", help="subfolders too; outputs keep the tree")
+    watch.add_argument("--after", choices=["keep", "move", "delete"], default="keep",
+                       help="the input once converted: left, moved into IN_DIR/.filekiln-done/, or deleted")
+    watch.add_argument("--polling", action="store_true", help="poll instead of file system events (network drives)")
+    watch.add_argument("--list", action="store_true", help="the stored watch folders")
+    watch.add_argument("--remove", metavar="ID", default=None, help="forget a stored watch folder")
+    watch.add_argument("--json", action="store_true")
+
     keys = sub.add_parser("keys", parents=[common], help="create, list and revoke API keys")
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)
     create = keys_sub.add_parser("create", parents=[common])
@@ -72,14 +84,30 @@ def build_parser() -> argparse.ArgumentParser:
         switch.add_argument("id")
 
     convert = sub.add_parser("convert", parents=[common], help="convert files here, or through a running server")
-    convert.add_argument("files", nargs="+", type=Path)
-    convert.add_argument("--tool", required=True)
+    convert.add_argument("files", nargs="+", type=Path, help="files, or folders to convert every file in")
+    how = convert.add_mutually_exclusive_group(required=True)
+    how.add_argument("--tool")
+    how.add_argument("--preset", default=None, help="a preset's name (see 'filekiln presets list')")
+    convert.add_argument("--recursive", action="store_true", help="with folders: their subfolders too")
     convert.add_argument("--to", dest="output_format", default=None)
     convert.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
     convert.add_argument("--out", type=Path, default=Path("."))
     convert.add_argument("--server", default=None, metavar="URL",
                          help="run the job on this FileKiln (e.g. http://127.0.0.1:8741/v1) instead of here")
     convert.add_argument("--key", default=None, help="API key for --server (env FILEKILN_API_KEY)")
+
+    presets = sub.add_parser("presets", parents=[common], help="list, export, import and delete presets")
+    presets_sub = presets.add_subparsers(dest="presets_command", required=True)
+    presets_list = presets_sub.add_parser("list", parents=[common])
+    presets_list.add_argument("--json", action="store_true")
+    exported = presets_sub.add_parser("export", parents=[common], help="saved presets (or those named) as JSON")
+    exported.add_argument("names", nargs="*", metavar="NAME")
+    exported.add_argument("--out", type=Path, default=None, help="write to this file (default: standard output)")
+    imported_presets = presets_sub.add_parser("import", parents=[common], help="presets from an exported file")
+    imported_presets.add_argument("file", type=Path)
+    imported_presets.add_argument("--replace", action="store_true", help="overwrite saved presets of the same name")
+    deleted = presets_sub.add_parser("delete", parents=[common])
+    deleted.add_argument("name")
     return parser
 
 
@@ -92,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_gui(settings)
     handlers: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
         "serve": cmd_serve, "worker": cmd_worker, "keys": cmd_keys, "tools": cmd_tools, "convert": cmd_convert,
-        "models": cmd_models,
+        "models": cmd_models, "watch": cmd_watch, "presets": cmd_presets,
     }
     return handlers[command](args, settings)
 
@@ -159,6 +187,67 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     service.close()
     print("FileKiln worker stopped.", flush=True)
     return 0
+
+
+def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
+    """Watch a folder (stored, so it comes back), or every stored one, converting what lands in it until stopped."""
+    from localapi.core.errors import ServiceError
+    from localapi.core.watch import WatchResult, open_watch
+
+    private_umask()
+    setup_logging(settings)
+
+    def said(result: WatchResult) -> None:
+        if result.ok:
+            print(f"converted {result.rel_path} -> {', '.join(map(str, result.outputs))}", flush=True)
+        else:
+            print(f"failed {result.rel_path}: {result.message} (see {result.report})", flush=True)
+
+    service = open_service(settings)
+    try:
+        watch = open_watch(service, polling=args.polling, on_result=said)
+        if args.list:
+            folders = watch.list()
+            if args.json:
+                print(json.dumps([f.to_json() for f in folders]))
+            for f in folders if not args.json else []:
+                state = "paused" if f.paused else "active"
+                tree = " recursive" if f.recursive else ""
+                print(f"{f.id}  {state:6}  {f.in_dir} -> {f.out_dir}  preset {f.preset!r}{tree}  after {f.after}")
+            return 0
+        if args.remove:
+            watch.remove(args.remove)
+            print(f"Removed {args.remove}.")
+            return 0
+        only = None
+        if args.in_dir is not None:
+            if not args.preset or not args.out_dir:
+                print("Give --preset and --out with the folder to watch.", file=sys.stderr)
+                return 2
+            folder = watch.add(args.in_dir.absolute(), args.out_dir.absolute(), args.preset, args.recursive,
+                               args.after)
+            only = [folder.id]
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        service.start_workers()
+        folders = watch.start(only)
+        if not folders:
+            print("No watch folder to run; give one: filekiln watch IN_DIR --preset NAME --out OUT_DIR",
+                  file=sys.stderr)
+            return 2
+        for f in folders:
+            print(f"Watching {f.in_dir} -> {f.out_dir} (preset {f.preset!r}, {f.id})", flush=True)
+        stop.wait()
+        watch.stop()
+        print("FileKiln watch stopped.", flush=True)
+        return 0
+    except ServiceError as exc:
+        details = "".join(f"\n  {field}: {'; '.join(msgs)}" for field, msgs in (exc.errors or {}).items())
+        print(f"{exc.code}: {exc.detail}{details}", file=sys.stderr)
+        return 2
+    finally:
+        service.close()
 
 
 def _iso_text(ts: float | None) -> str | None:
@@ -280,6 +369,8 @@ def parse_param(text: str) -> tuple[str, Any]:
 
 def cmd_convert(args: argparse.Namespace, settings: Settings) -> int:
     """Convert local files in a child process, refused for the same reasons as a job through the API."""
+    if args.preset is not None or any(p.is_dir() for p in args.files):
+        return convert_workflows(args, settings)
     if args.server:
         return convert_on_server(args)
     from converters.base import InputFile, ToolEnv, free_name
@@ -383,6 +474,101 @@ def convert_on_server(args: argparse.Namespace) -> int:
     return 0
 
 
+def convert_workflows(args: argparse.Namespace, settings: Settings) -> int:
+    """``convert`` with folders or ``--preset``: workflows run by the real engine (see filekiln.batch)."""
+    from filekiln.batch import convert_batch, workflow_on_server
+
+    if args.server:
+        if any(p.is_dir() for p in args.files):
+            print("convert --server takes files, not folders (not supported yet); run it without --server.",
+                  file=sys.stderr)
+            return 2
+        if args.param or args.output_format:
+            print("--to and --param go with --tool; a preset brings its own.", file=sys.stderr)
+            return 2
+        return workflow_on_server(args, ProgressBar(sys.stderr))
+    return convert_batch(args, settings, ProgressBar(sys.stderr), parse_param)
+
+
+def preset_json(preset: Any) -> dict[str, Any]:
+    return {"name": preset.name, "description": preset.description, "builtin": preset.builtin,
+            "steps": [s.to_json() for s in preset.steps]}
+
+
+def cmd_presets(args: argparse.Namespace, settings: Settings) -> int:
+    """List, export and delete presets (the database only), or import them (checked by the workflow service)."""
+    from localapi.core.db import Database
+    from localapi.core.errors import ServiceError
+    from localapi.core.workflows.presets import PresetStore
+
+    if args.presets_command == "import":
+        return import_presets(args, settings)
+    presets = PresetStore(Database(settings.data_dir / "filekiln.db"))
+    try:
+        if args.presets_command == "list":
+            listed = presets.all()
+            if args.json:
+                print(json.dumps([preset_json(p) for p in listed]))
+            else:
+                for p in listed:
+                    chain = " -> ".join(f"{s.tool} ({s.output_format or 'default'})" for s in p.steps)
+                    print(f"{p.name:28} {'built-in' if p.builtin else 'saved':8} {chain}")
+        elif args.presets_command == "export":
+            text = json.dumps(presets.export(args.names or None), indent=2, ensure_ascii=False)
+            if args.out is None:
+                print(text)
+            else:
+                args.out.write_text(text + "\n", encoding="utf-8")
+                print(f"Exported to {args.out}.", file=sys.stderr)
+        else:
+            presets.delete(args.name)
+            print(f"Deleted {args.name}.")
+    except ServiceError as exc:
+        print(f"{exc.code}: {exc.detail}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def import_presets(args: argparse.Namespace, settings: Settings) -> int:
+    """Check every preset in the file as a workflow would, then save them all (secrets never kept)."""
+    from localapi.core.errors import ServiceError
+    from localapi.core.workflows.presets import BUILTIN, PresetStore
+
+    try:
+        data = json.loads(args.file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        print(f"Cannot read {args.file}: {exc}", file=sys.stderr)
+        return 1
+    service = open_service(settings)
+    try:
+        taken = {p.name for p in service.presets.all() if not p.builtin}
+        ready = []
+        for name, description, steps in PresetStore.parse_export(data):
+            if name in BUILTIN:
+                print(f"preset_builtin: {name!r} is a built-in preset; import it under another name.", file=sys.stderr)
+                return 1
+            if name in taken and not args.replace:
+                print(f"preset_exists: a preset named {name!r} exists already (--replace overwrites it).",
+                      file=sys.stderr)
+                return 1
+            try:
+                public = service.workflows.preset_steps(steps)
+            except ServiceError as exc:
+                print(f"{exc.code}: preset {name!r}: {exc.detail}", file=sys.stderr)
+                return 1
+            taken.add(name)
+            ready.append((name, description, public))
+        for name, description, public in ready:  # nothing is saved unless every one can be
+            service.presets.save(name, public, description, replace=True)
+            print(f"Imported {name}.")
+    except ServiceError as exc:
+        print(f"{exc.code}: {exc.detail}", file=sys.stderr)
+        return 1
+    finally:
+        service.close()
+    return 0
+
+
 class ProgressBar:
     def __init__(self, stream: Any, width: int = 30) -> None:
         self.stream = stream
@@ -397,6 +583,14 @@ class ProgressBar:
         self.last = percent
         filled = int(self.width * fraction)
         self.stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {percent:3d}%")
+        self.stream.flush()
+
+    def note(self, line: str) -> None:
+        """Print ``line`` where the bar is, then draw the bar again below it."""
+        self.stream.write(f"\r{line:<{self.width + 7}}\n")
+        last, self.last = self.last, -1
+        if last >= 0:
+            self.update((last + 0.5) / 100)
         self.stream.flush()
 
     def finish(self, ok: bool) -> None:

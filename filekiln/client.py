@@ -17,7 +17,11 @@ What it takes care of:
   makes a second file or job. A tool switched off or missing its engine (``503 tool_disabled``,
   ``tool_unavailable``) is not retried: waiting does not change it.
 - **Errors** are :class:`FileKilnError` subclasses carrying the problem+json fields; a job that ends
-  FAILED or CANCELED raises :class:`JobFailed` with its ``errorCode`` and ``errorMessage``.
+  FAILED or CANCELED raises :class:`JobFailed` with its ``errorCode`` and ``errorMessage``, a workflow
+  :class:`WorkflowFailed` (its ``errorMessage`` names the step and the file).
+- **Workflows**: ``run_workflow(paths, steps=[...])`` or ``run_workflow(paths, preset="Web images")``
+  runs several steps on the server, the outputs of one the inputs of the next, and downloads the last
+  step's files.
 - **Webhooks**: :func:`verify_webhook` checks a delivery's ``FileKiln-Signature``.
 """
 
@@ -42,7 +46,7 @@ import httpx
 
 __all__ = [
     "DEFAULT_URL", "ConnectionFailed", "FileKiln", "FileKilnError", "Gone", "InvalidRequest", "JobFailed",
-    "NotFound", "QuotaExceeded", "RateLimited", "Unauthorized", "Unavailable", "verify_webhook",
+    "NotFound", "QuotaExceeded", "RateLimited", "Unauthorized", "Unavailable", "WorkflowFailed", "verify_webhook",
 ]
 
 DEFAULT_URL = "http://127.0.0.1:8741/v1"
@@ -53,6 +57,7 @@ NOT_WORTH_WAITING = frozenset({"tool_disabled", "tool_unavailable"})  # a person
 CHUNK = 256 * 1024
 
 JobDict = dict[str, Any]
+WorkflowDict = dict[str, Any]
 Progress = Callable[[float], None]
 
 
@@ -122,6 +127,22 @@ class JobFailed(FileKilnError):
         super().__init__(None, self.error_code or ("canceled" if canceled else "failed"),
                          "Job canceled" if canceled else "Job failed",
                          self.error_message or ("The job was canceled." if canceled else "The job failed."))
+
+
+class WorkflowFailed(FileKilnError):
+    """A workflow that ended FAILED or CANCELED; ``workflow`` is the Workflow as FileKiln last reported it.
+    ``failed_step`` is the step (1-based) that failed or was canceled, when FileKiln said."""
+
+    def __init__(self, workflow: WorkflowDict) -> None:
+        canceled = workflow.get("status") == "CANCELED"
+        self.workflow = workflow
+        self.workflow_id: str = workflow.get("id", "")
+        self.error_code: str | None = workflow.get("errorCode")
+        self.error_message: str | None = workflow.get("errorMessage")
+        self.failed_step: int | None = workflow.get("failedStep")
+        super().__init__(None, self.error_code or ("canceled" if canceled else "failed"),
+                         "Workflow canceled" if canceled else "Workflow failed",
+                         self.error_message or ("The workflow was canceled." if canceled else "The workflow failed."))
 
 
 _BY_STATUS: dict[int, type[FileKilnError]] = {400: InvalidRequest, 401: Unauthorized, 402: QuotaExceeded,
@@ -252,6 +273,45 @@ class FileKiln:
         return [self.download(f["downloadUrl"], out / safe_name(f.get("name"), f.get("id", "output")))
                 for f in files]
 
+    def run_workflow(self, paths: Sequence[str | os.PathLike[str]], steps: Sequence[Mapping[str, Any]] | None = None,
+                     preset: str | None = None, out: str | os.PathLike[str] | None = None,
+                     progress: Progress | None = None, tag: str | None = None, wait: float = 1.0) -> list[Path]:
+        """Run a workflow on ``paths`` and return the files written into ``out`` (default: the first
+        input's folder), the last step's outputs, each under its own name made free (``name-2.ext``).
+
+        ``steps`` is a list of ``{"tool", "params"?, "outputFormat"?}``; or give the name of a ``preset``.
+        A merging tool (pdf-merge, image-to-pdf ...) takes all of a step's inputs in one job; any other
+        tool runs once per input. ``progress(fraction)`` is called with increasing fractions, the last 1.0.
+        Raises :class:`WorkflowFailed` if it ends FAILED or CANCELED; interrupted by Ctrl-C
+        (``KeyboardInterrupt``) while it waits, the workflow is canceled on the server.
+        """
+        files = [Path(p) for p in paths]
+        if not files:
+            raise ValueError("run_workflow needs at least one input file")
+        for p in files:
+            if not p.is_file():
+                raise FileNotFoundError(f"No file {p}.")
+        first_tool = steps[0].get("tool") if steps else None  # its size limit applies while uploading
+        file_ids = [self.upload(p, tool=first_tool if isinstance(first_tool, str) else None)["id"] for p in files]
+        workflow = self.create_workflow(file_ids, steps=steps, preset=preset, tag=tag, wait=wait)
+        report = _Reporter(progress)
+        try:
+            report(workflow)
+            while workflow["status"] not in FINISHED:
+                workflow = self.workflow(workflow["id"], wait=30)
+                report(workflow)
+        except KeyboardInterrupt:
+            with contextlib.suppress(FileKilnError):
+                self.cancel_workflow(workflow["id"])
+            raise
+        if workflow["status"] != "DONE":
+            raise WorkflowFailed(workflow)
+        target = Path(out) if out is not None else files[0].parent
+        target.mkdir(parents=True, exist_ok=True)
+        result = workflow.get("result") or self.workflow_result(workflow["id"])
+        return [self.download(f["downloadUrl"], target / safe_name(f.get("name"), f.get("id", "output")))
+                for f in result["files"]]
+
     # ---- the calls under it
 
     def tools(self) -> list[dict[str, Any]]:
@@ -334,6 +394,46 @@ class FileKiln:
         finally:
             tmp.unlink(missing_ok=True)
 
+    def presets(self) -> list[dict[str, Any]]:
+        """The built-in presets, then the saved ones by name (``GET /presets``): name, description, builtin, steps."""
+        items: list[dict[str, Any]] = self._send("GET", "/presets").json()["items"]
+        return items
+
+    def create_workflow(self, file_ids: Sequence[str], steps: Sequence[Mapping[str, Any]] | None = None,
+                        preset: str | None = None, tag: str | None = None, wait: float | None = None,
+                        idempotency_key: str | None = None) -> WorkflowDict:
+        """Queue a workflow (``POST /workflows``) on uploaded files, with ``steps`` or a ``preset``'s name;
+        every step is checked before anything runs. With ``wait`` (seconds, at most 60) the answer comes
+        when it has ended or the wait ran out, a DONE workflow with its ``result``."""
+        body: dict[str, Any] = {"inputFileIds": list(file_ids)}
+        if steps is not None:
+            body["steps"] = [dict(s) for s in steps]
+        if preset is not None:
+            body["preset"] = preset
+        if tag is not None:
+            body["tag"] = tag
+        headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
+        workflow: WorkflowDict = self._send("POST", "/workflows", json_body=body, headers=headers,
+                                            **self._waiting(wait)).json()
+        return workflow
+
+    def workflow(self, workflow_id: str, wait: float | None = None) -> WorkflowDict:
+        """The workflow as it stands, each step with its jobs (a DONE one with its ``result``); with
+        ``wait``, as soon as it has ended or after ``wait`` seconds."""
+        workflow: WorkflowDict = self._send("GET", f"/workflows/{workflow_id}", **self._waiting(wait)).json()
+        return workflow
+
+    def workflow_result(self, workflow_id: str) -> dict[str, Any]:
+        """A DONE workflow's result (its last step's files): ``downloadUrl``, ``expiresAt``, ``files``."""
+        result: dict[str, Any] = self._send("GET", f"/workflows/{workflow_id}/result").json()
+        return result
+
+    def cancel_workflow(self, workflow_id: str) -> WorkflowDict:
+        """Cancel a running workflow (its running jobs, and the steps not begun); ``409 workflow_finished``
+        (a :class:`FileKilnError`) once it has ended."""
+        workflow: WorkflowDict = self._send("POST", f"/workflows/{workflow_id}/cancel").json()
+        return workflow
+
     def cancel(self, job_id: str) -> JobDict:
         """Cancel a QUEUED or PROCESSING job; ``409 job_finished`` (a :class:`FileKilnError`) once it has ended."""
         job: JobDict = self._send("POST", f"/jobs/{job_id}/cancel").json()
@@ -342,7 +442,8 @@ class FileKiln:
     # ---- plumbing
 
     def _waiting(self, wait: float | None) -> dict[str, Any]:
-        """A single job's query: its download links once DONE, and the wait with its longer read timeout."""
+        """A single job's (or workflow's) query: its download links once DONE, and the wait with its longer
+        read timeout."""
         if not wait:
             return {"params": {"include": "result"}}
         return {"params": {"wait": wait, "include": "result"},
@@ -421,7 +522,7 @@ class FileKiln:
 
 
 class _Reporter:
-    """Calls ``progress`` with the job's fraction whenever it grows, and 1.0 when it is DONE."""
+    """Calls ``progress`` with the job's (or workflow's) fraction whenever it grows, and 1.0 when it is DONE."""
 
     def __init__(self, progress: Progress | None) -> None:
         self.progress = progress

@@ -577,6 +577,31 @@ class Run:
             make_pdf(pdf)
         self.cli("convert", str(pdf), "--tool", "pdf-compress", "--param", "level=extreme", "--out", str(out_dir))
 
+    def cli_batch_and_watch(self) -> None:
+        """A folder batch with a built-in preset, then a watch folder (watchdog's observer, frozen)."""
+        src = self.sb.inputs / "album" / "sub"
+        src.mkdir(parents=True, exist_ok=True)
+        make_png(src / "one.png")
+        out_dir = self.sb.outputs / "album-web"
+        self.cli("convert", str(self.sb.inputs / "album"), "--recursive", "--preset", "Web images",
+                 "--out", str(out_dir))
+        check((out_dir / "sub" / "one.webp").read_bytes()[8:12] == b"WEBP", "the folder batch kept no tree")
+        watched, delivered = self.sb.inputs / "watched", self.sb.outputs / "watched"
+        watched.mkdir(exist_ok=True)
+        proc = subprocess.Popen([str(self.exe), "watch", str(watched), "--preset", "Web images", "--out",
+                                 str(delivered)], cwd=self.sb.cwd, env=self.sb.env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        try:
+            make_png(watched / "dropped.png")
+            deadline = time.monotonic() + 60
+            while not (delivered / "dropped.webp").exists() and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.1)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            output = proc.communicate(timeout=30)[0]
+        check((delivered / "dropped.webp").is_file(), f"the watch folder delivered nothing:\n{output[-3000:]}")
+        check(proc.returncode == 0 and "Traceback" not in output, f"watch exited {proc.returncode}:\n{output[-3000:]}")
+
     def gui(self) -> None:
         # its own data dir: a job left queued by an earlier step must not run (and be judged) here
         data = self.sb.base / "data-gui"
@@ -701,6 +726,7 @@ def main() -> int:
         run.step("serve: start time" + (" (cold page cache)" if args.cold else ""), run.serve_restarts)
         run.step("worker: serve --workers 0 plus filekiln worker", run.worker)
         run.step("convert from the command line", run.cli_convert)
+        run.step("a folder batch with a preset, and a watch folder", run.cli_batch_and_watch)
         run.step("GUI offscreen: start and quit", run.gui)
         if runnable is not None and runnable.is_file():
             run.step(f"self-extracting {runnable.name}", lambda: run.runnable(runnable))

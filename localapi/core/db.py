@@ -89,6 +89,21 @@ create table if not exists workflows (
 );
 create index if not exists workflows_key_created on workflows (key_id, created_at, id);
 create index if not exists workflows_status on workflows (status);
+-- watch folders (localapi/core/watch/): stored so that they come back after a restart
+create table if not exists watch_folders (
+    id text primary key, in_dir text not null, out_dir text not null, preset text not null,
+    recursive integer not null default 0, after text not null default 'keep', paused integer not null default 0,
+    created_at real not null, last_activity_at real, last_error text,
+    unique (in_dir, out_dir)
+);
+-- one row per version of a file taken from a watched folder (watch/ledger.py)
+create table if not exists watched_files (
+    id integer primary key, folder_id text not null, rel_path text not null, size integer not null,
+    mtime_ns integer not null, sha256 text not null, status text not null, workflow_id text,
+    taken_at real not null, finished_at real, message text,
+    unique (folder_id, rel_path, size, mtime_ns, sha256)
+);
+create index if not exists watched_files_status on watched_files (folder_id, status);
 -- presets: named lists of steps, shared by every face of one install (the built-in ones live in code)
 create table if not exists presets (
     name text primary key, description text not null default '', steps text not null,

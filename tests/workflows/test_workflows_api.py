@@ -155,3 +155,16 @@ def test_workflows_belong_to_their_key(server: Server, client: httpx.Client) -> 
     assert_problem(other.post(f"/workflows/{created['id']}/cancel"), 404, "workflow_not_found")
     assert other.get("/workflows").json()["items"] == []
     assert_problem(httpx.get(f"{server.base_url}/workflows/{created['id']}"), 401, "invalid_api_key")
+
+
+def test_an_idempotency_key_makes_one_workflow(client: httpx.Client) -> None:
+    ref = upload(client, "a.png", png_bytes())
+    body = {"inputFileIds": [ref["id"]], "steps": [{"tool": "image-convert", "outputFormat": "jpg"}]}
+    first = client.post("/workflows", json=body, headers={"Idempotency-Key": "wf-once"})
+    again = client.post("/workflows", json=body, headers={"Idempotency-Key": "wf-once"})
+    assert first.status_code == again.status_code == 201, again.text
+    assert again.json()["id"] == first.json()["id"] and again.headers["idempotent-replayed"] == "true"
+    assert [w["id"] for w in client.get("/workflows").json()["items"]] == [first.json()["id"]]
+    changed = {**body, "tag": "other"}
+    assert_problem(client.post("/workflows", json=changed, headers={"Idempotency-Key": "wf-once"}), 422,
+                   "idempotency_mismatch")

@@ -13,14 +13,13 @@ import re
 from typing import Any
 
 from localapi.core.db import Database, now
-from localapi.core.errors import Conflict, InvalidParams, NotFound
+from localapi.core.errors import Conflict, InvalidParams, PresetNotFound
 from localapi.core.workflows.records import Preset, StepSpec
 
 MAX_STEPS = 20
 NAME_PATTERN = re.compile(r"^[^\x00-\x1f/\\]{1,80}$")
 EXPORT_FORMAT = "filekiln-presets"
 
-PresetNotFound = type("PresetNotFound", (NotFound,), {"code": "preset_not_found", "title": "Preset not found"})
 
 BUILTIN: dict[str, Preset] = {p.name: p for p in (
     Preset("Web images", "Fit within 2048 px (never enlarged) and save as WebP at quality 80.", [

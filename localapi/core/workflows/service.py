@@ -28,7 +28,14 @@ from typing import Any
 from converters.base import Params, Tool
 from converters.catalogue import Catalogue
 from localapi.core.db import Database, new_id, now
-from localapi.core.errors import Conflict, InvalidParams, JobNotFinished, NotFound, ServiceError, Unavailable
+from localapi.core.errors import (
+    Conflict,
+    InvalidParams,
+    JobNotFinished,
+    ServiceError,
+    Unavailable,
+    WorkflowNotFound,
+)
 from localapi.core.files import FileStore, StoredFile
 from localapi.core.jobs.events import TYPE_OF_STATUS, EventFeed, append, append_workflow
 from localapi.core.jobs.records import Caller, Job
@@ -38,16 +45,15 @@ from localapi.core.jobs.validation import check_request
 from localapi.core.keys import KeyService
 from localapi.core.states import ACTIVE, JobStatus
 from localapi.core.switches import Switches
-from localapi.core.workflows.presets import PresetStore, steps_from_json
-from localapi.core.workflows.records import StepSpec, StepState, Workflow, WorkflowPage
+from localapi.core.workflows.presets import PresetStore, check_name, steps_from_json
+from localapi.core.workflows.records import Preset, StepSpec, StepState, Workflow, WorkflowPage
 
 log = logging.getLogger("filekiln.workflows")
 
-WorkflowNotFound = type("WorkflowNotFound", (NotFound,), {"code": "workflow_not_found",
-                                                           "title": "Workflow not found"})
 WORKFLOW_TYPE_OF_STATUS = {JobStatus.DONE: "workflow.done", JobStatus.FAILED: "workflow.failed",
                            JobStatus.CANCELED: "workflow.canceled"}
 MAX_INPUTS = 100
+JOB_COLUMNS = "id, workflow_id, step, status, progress, started_at"  # what a workflow's state is derived from
 
 
 class WorkflowService:
@@ -110,6 +116,16 @@ class WorkflowService:
             checked.append((tool, model, fmt))
         return checked
 
+    def preset_steps(self, steps: Sequence[StepSpec]) -> list[StepSpec]:
+        """Steps checked as a workflow's would be (before any input is known), as a preset keeps them:
+        params as validated, passwords never (they show as ``***`` and are asked for at run time)."""
+        return [StepSpec(t.id, m.public(), f) for t, m, f in self.check_chain(steps, None)]
+
+    def save_preset(self, name: str, steps: Sequence[StepSpec], description: str = "", *,
+                    replace: bool = True) -> Preset:
+        """Check a chain, then save it as a preset (``replace``: overwrite a saved one of that name)."""
+        return self.presets.save(check_name(name), self.preset_steps(steps), description, replace=replace)
+
     # ---- creation ----
 
     def create(self, caller: Caller, input_file_ids: Sequence[str], steps: Any = None, preset: str | None = None,
@@ -164,8 +180,7 @@ class WorkflowService:
         if row is None or not caller.owns(row["key_id"]):
             raise WorkflowNotFound(f"No workflow {workflow_id!r}.")
         return self._workflow(row, self.db.all(
-            "select id, step, status, progress from jobs where workflow_id = ? order by step, created_at, id",
-            workflow_id))
+            f"select {JOB_COLUMNS} from jobs where workflow_id = ? order by step, created_at, id", workflow_id))
 
     def page(self, caller: Caller, *, status: str | None = None, tag: str | None = None, limit: int = 50,
              cursor: str | None = None) -> WorkflowPage:
@@ -192,6 +207,20 @@ class WorkflowService:
         page = items[:limit]
         next_cursor = f"{page[-1].created_at!r}~{page[-1].id}" if len(items) > limit else None
         return WorkflowPage(page, next_cursor)
+
+    def many(self, workflow_ids: Sequence[str]) -> list[Workflow]:
+        """Several workflows as they stand, in a few reads (a batch's progress); unknown ids are left out."""
+        found: list[Workflow] = []
+        for start in range(0, len(workflow_ids), 500):
+            ids = list(workflow_ids[start:start + 500])
+            marks = ",".join("?" * len(ids))
+            jobs: dict[str, list[sqlite3.Row]] = {}
+            for job in self.db.all(f"select {JOB_COLUMNS} from jobs where workflow_id in ({marks})"
+                                   " order by step, created_at, id", *ids):
+                jobs.setdefault(job["workflow_id"], []).append(job)
+            found += [self._workflow(row, jobs.get(row["id"], []))
+                      for row in self.db.all(f"select * from workflows where id in ({marks})", *ids)]
+        return found
 
     def result_files(self, workflow_id: str, caller: Caller) -> tuple[list[StoredFile], StoredFile | None]:
         """A DONE workflow's outputs (the last step's) and, when there are several, their ZIP."""
@@ -230,9 +259,8 @@ class WorkflowService:
             status = JobStatus.PROCESSING if started else JobStatus.QUEUED
         progress = 100 if status == JobStatus.DONE else min(99, sum(s.progress for s in states) // len(states))
         started_at = row["started_at"]
-        if started_at is None and status != JobStatus.QUEUED:
-            first = self.db.one("select min(started_at) as t from jobs where workflow_id = ?", row["id"])
-            started_at = first["t"] if first else None
+        if started_at is None:
+            started_at = min((j["started_at"] for j in job_rows if j["started_at"] is not None), default=None)
         return Workflow(
             id=row["id"], key_id=row["key_id"], status=status, progress=progress, steps=states,
             input_file_ids=json.loads(row["input_file_ids"]), result_file_ids=json.loads(row["result_file_ids"]),
@@ -363,7 +391,7 @@ class WorkflowService:
                              (JobStatus.CANCELED, t, t, "Its workflow ended.", job["id"]))
                 append(conn, job["id"], TYPE_OF_STATUS[JobStatus.CANCELED])
             row = conn.execute("select * from workflows where id = ?", (workflow_id,)).fetchone()
-            job_rows = conn.execute("select id, step, status, progress from jobs where workflow_id = ?"
+            job_rows = conn.execute(f"select {JOB_COLUMNS} from jobs where workflow_id = ?"
                                     " order by step, created_at, id", (workflow_id,)).fetchall()
             append_workflow(conn, self._workflow(row, job_rows), WORKFLOW_TYPE_OF_STATUS[status])
         self._clean(workflow_id, row["steps"])

@@ -7,7 +7,6 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Response
 
 from localapi.core.service import Service
-from localapi.core.workflows.presets import check_name
 from localapi.core.workflows.records import Preset, StepSpec
 from localapi.http.deps import KeyDep, ServiceDep
 from localapi.http.problems import problems
@@ -19,11 +18,8 @@ PresetName = Annotated[str, Path(description="The preset's name", max_length=80)
 
 
 def save(service: Service, name: str, description: str, steps: list[StepIn], replace: bool) -> Preset:
-    """Check the chain as a workflow would (no inputs yet), then save it."""
     specs = [StepSpec(s.tool, s.params or {}, s.outputFormat) for s in steps]
-    checked = service.workflows.check_chain(specs, None)
-    public = [StepSpec(t.id, m.public(), f) for t, m, f in checked]
-    return service.presets.save(check_name(name), public, description, replace=replace)
+    return service.workflows.save_preset(name, specs, description, replace=replace)
 
 
 @router.get("", response_model=PresetListOut, responses=problems(401, 429))

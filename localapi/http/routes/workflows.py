@@ -5,17 +5,18 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Header, Path, Query, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from localapi.core.errors import InvalidParams
+from localapi.core.idempotency import request_hash
 from localapi.core.jobs import Caller
 from localapi.core.jobs.events import WORKFLOW_TYPES
 from localapi.core.service import Service
 from localapi.core.states import JobStatus
 from localapi.core.workflows.records import Workflow
-from localapi.http.deps import CallerDep, ServiceDep
+from localapi.http.deps import CallerDep, KeyDep, ServiceDep
 from localapi.http.problems import problems
 from localapi.http.routes.jobs import CURSOR_PATTERN, MAX_WAIT_SECONDS, IncludeQuery, WaitQuery, links_out
 from localapi.http.schemas import ResultOut, WorkflowCreate, WorkflowOut, WorkflowPageOut
@@ -58,21 +59,45 @@ def result_of(service: Service, request: Request, workflow_id: str, caller: Call
 
 
 @router.post("", status_code=201, response_model=WorkflowOut,
-             responses=problems(400, 401, 402, 413, 415, 422, 429, 503))
-async def create_workflow(body: WorkflowCreate, request: Request, service: ServiceDep, caller: CallerDep,
+             responses=problems(400, 401, 402, 409, 413, 415, 422, 429, 503))
+async def create_workflow(body: WorkflowCreate, request: Request, service: ServiceDep, key: KeyDep,
+                          idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
                           wait: WaitQuery = 0, include: IncludeQuery = None) -> Any:
     """Check every step (tool, params, output format, and that each step takes what the one before
     makes), then run the first. A merging tool (pdf-merge, image-to-pdf ...) takes all of a step's
     inputs at once; any other tool runs once per input. With ``wait``, the answer comes when the
-    workflow has ended or the wait ran out."""
+    workflow has ended or the wait ran out. ``Idempotency-Key`` works as on POST /jobs."""
+    caller = Caller(key=key)
+    status, payload, headers, workflow = await run_in_threadpool(_create, body, service, caller, idempotency_key)
+    if workflow is not None and (wait > 0 or include):
+        workflow = await wait_for_workflow(service, workflow, caller, wait)
+        payload = answer(service, request, workflow, caller, include).model_dump(mode="json")
+    return JSONResponse(payload, status_code=status, headers=headers)
+
+
+def _create(body: WorkflowCreate, service: Service, caller: Caller,
+            idempotency_key: str | None) -> tuple[int, dict[str, Any], dict[str, str], Workflow | None]:
+    """The answer's status, body and headers, and the new workflow (None for a replayed answer)."""
+    assert caller.key is not None
     steps = [s.model_dump() for s in body.steps] if body.steps is not None else None
     if steps is None and body.preset is None:
         raise InvalidParams("Give steps or a preset.", errors={"steps": ["required unless preset is given"]})
-    workflow = await run_in_threadpool(
-        service.workflows.create, caller, body.inputFileIds, steps, body.preset, body.tag,
-        service.webhooks.check_url(body.webhookUrl, "webhookUrl"))
-    workflow = await wait_for_workflow(service, workflow, caller, wait)
-    return JSONResponse(answer(service, request, workflow, caller, include).model_dump(mode="json"), status_code=201)
+    req_hash = request_hash("POST /workflows", body.model_dump(mode="json"))
+    if idempotency_key:
+        replay = service.idempotency.begin(caller.key.id, idempotency_key, req_hash)
+        if replay is not None:
+            return replay.status_code, replay.body, {"Idempotent-Replayed": "true"}, None
+    try:
+        workflow = service.workflows.create(caller, body.inputFileIds, steps, body.preset, body.tag,
+                                            service.webhooks.check_url(body.webhookUrl, "webhookUrl"))
+    except BaseException:
+        if idempotency_key:
+            service.idempotency.abandon(caller.key.id, idempotency_key)
+        raise
+    payload = WorkflowOut.of(workflow).model_dump(mode="json")
+    if idempotency_key:
+        service.idempotency.complete(caller.key.id, idempotency_key, 201, payload, req_hash)
+    return 201, payload, {}, workflow
 
 
 @router.get("", response_model=WorkflowPageOut, responses=problems(400, 401, 422, 429))
