@@ -31,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"FileKiln {__version__}")
     sub = parser.add_subparsers(dest="command")
 
-    sub.add_parser("gui", parents=[common], help="the desktop app (the default)")
+    gui = sub.add_parser("gui", parents=[common], help="the desktop app (the default)")
+    gui.add_argument("files", nargs="*", type=Path, help="files to put in its list (a running FileKiln takes them)")
 
     serve = sub.add_parser("serve", parents=[common], help="the /v1 API plus embedded workers")
     serve.add_argument("--host", default=None, help="address to bind (default 127.0.0.1)")
@@ -117,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     overrides: dict[str, Any] = {k: getattr(args, k, None) for k in ("host", "port", "workers")}
     settings = load_settings(args.data_dir, **overrides)
     if command == "gui":
-        return cmd_gui(settings)
+        return cmd_gui(settings, getattr(args, "files", []))
     handlers: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
         "serve": cmd_serve, "worker": cmd_worker, "keys": cmd_keys, "tools": cmd_tools, "convert": cmd_convert,
         "models": cmd_models, "watch": cmd_watch, "presets": cmd_presets,
@@ -125,13 +126,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return handlers[command](args, settings)
 
 
-def cmd_gui(settings: Settings) -> int:
+def cmd_gui(settings: Settings, files: Sequence[Path] = ()) -> int:
     try:
         from desktop.app import run
     except ImportError as exc:  # a server build without Qt
         print(f"The desktop app is not part of this installation ({exc}); use 'filekiln serve'.", file=sys.stderr)
         return 2
-    return run(settings)
+    return run(settings, files=files)
 
 
 def open_service(settings: Settings) -> Any:

@@ -90,11 +90,22 @@ def strip_debug(app: Path) -> int:
 # --- Linux: AppDir, .tar.gz, self-extracting .run ---------------------------------------------------------------
 
 
+def accepted_mime_types() -> list[str]:
+    """The MIME types of every format a tool takes: what file managers offer "Open with FileKiln" for."""
+    sys.path.insert(0, str(ROOT))
+    from converters.catalogue import load_catalogue
+    from converters.inputs.sniff import mime_type
+
+    found = {mime_type(fmt) for tool in load_catalogue() for fmt in tool.accepts}
+    return sorted(found - {"application/octet-stream"})
+
+
 def make_appdir(app: Path) -> None:
     """Make the one-folder app an AppDir: AppRun, a .desktop entry and the icon at its root."""
     shutil.copy2(PACKAGING / "linux" / "AppRun", app / "AppRun")
     (app / "AppRun").chmod(0o755)
     desktop = (PACKAGING / "linux" / "filekiln.desktop").read_text().replace("@VERSION@", VERSION)
+    desktop = desktop.replace("@MIMETYPES@", "".join(f"{m};" for m in accepted_mime_types()))
     (app / "filekiln.desktop").write_text(desktop)
     # packaging/make_icons.py renders it from resources/icons/filekiln.svg; the committed PNG when that failed
     candidates = (ROOT / "build" / "icons" / "filekiln.png", ROOT / "resources" / "icons" / "filekiln-256.png")

@@ -46,6 +46,7 @@ Name: "english"; MessagesFile: "compiler:Default.isl"
 
 [Tasks]
 Name: "desktopicon"; Description: "{cm:CreateDesktopIcon}"; GroupDescription: "{cm:AdditionalIcons}"; Flags: unchecked
+Name: "contextmenu"; Description: "Add ""Convert with FileKiln"" to Explorer's menu for files, and FileKiln to Send to"
 Name: "addtopath"; Description: "Add the filekiln command to PATH (for scripts: filekiln serve, filekiln convert)"; Flags: unchecked
 
 [Files]
@@ -56,11 +57,24 @@ Name: "{group}\{#AppName}"; Filename: "{app}\FileKiln-gui.exe"
 Name: "{group}\{#AppName} API server"; Filename: "{app}\filekiln.exe"; Parameters: "serve"
 Name: "{group}\Uninstall {#AppName}"; Filename: "{uninstallexe}"
 Name: "{autodesktop}\{#AppName}"; Filename: "{app}\FileKiln-gui.exe"; Tasks: desktopicon
+; Send to: Explorer appends the selected files; each launch hands them to the running window (one per data dir)
+Name: "{usersendto}\{#AppName}"; Filename: "{app}\FileKiln-gui.exe"; Parameters: "gui"; Tasks: contextmenu
 
 [Registry]
 ; per-user PATH entry, only with the task; removed again by the uninstaller (see [Code])
 Root: HKCU; Subkey: "Environment"; ValueType: expandsz; ValueName: "Path"; ValueData: "{olddata};{app}"; \
     Tasks: addtopath; Check: NeedsAddPath(ExpandConstant('{app}'))
+
+; "Open with" for every file type, and "Convert with FileKiln" on files (one launch per selected file: each
+; hands its file to the running window)
+Root: HKCU; Subkey: "Software\Classes\Applications\FileKiln-gui.exe\shell\open\command"; ValueType: string; \
+    ValueName: ""; ValueData: """{app}\FileKiln-gui.exe"" gui ""%1"""; Flags: uninsdeletekey
+Root: HKCU; Subkey: "Software\Classes\*\shell\FileKiln"; ValueType: string; ValueName: ""; \
+    ValueData: "Convert with FileKiln"; Flags: uninsdeletekey; Tasks: contextmenu
+Root: HKCU; Subkey: "Software\Classes\*\shell\FileKiln"; ValueType: string; ValueName: "Icon"; \
+    ValueData: "{app}\FileKiln-gui.exe"; Tasks: contextmenu
+Root: HKCU; Subkey: "Software\Classes\*\shell\FileKiln\command"; ValueType: string; ValueName: ""; \
+    ValueData: """{app}\FileKiln-gui.exe"" gui ""%1"""; Tasks: contextmenu
 
 [Run]
 Filename: "{app}\FileKiln-gui.exe"; Description: "{cm:LaunchProgram,{#AppName}}"; Flags: nowait postinstall skipifsilent
