@@ -4,13 +4,11 @@ above the list."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QPainter
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, QTimer, Signal
+from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -30,28 +28,9 @@ from PySide6.QtWidgets import (
 
 from desktop.controllers.jobs import JobsController
 from desktop.models.jobs import JobRow, JobsModel, ProgressRole, StatusRole
+from desktop.views.empty_hint import EmptyHint
+from desktop.views.shell import open_with_system, reveal_in_folder
 from localapi.core.states import JobStatus
-
-
-def reveal_command(path: Path, platform: str = sys.platform) -> list[str] | None:
-    """The command that shows ``path`` selected in the file manager; ``None``: open its folder instead."""
-    if platform == "win32":
-        return ["explorer", f"/select,{path}"]
-    if platform == "darwin":
-        return ["open", "-R", str(path)]
-    return None
-
-
-def open_with_system(path: Path) -> None:
-    QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
-
-
-def reveal_in_folder(path: Path) -> None:
-    command = reveal_command(path)
-    if command is None:
-        open_with_system(path.parent)
-    else:
-        subprocess.Popen(command)  # noqa: S603 - a fixed program and our own path
 
 
 class ProgressDelegate(QStyledItemDelegate):
@@ -180,6 +159,8 @@ class JobsView(QWidget):
         self.table.verticalHeader().setDefaultSectionSize(QLineEdit().sizeHint().height() + 8)
         self.table.setWordWrap(False)  # one line a job; the tooltip has the whole text
         self.table.doubleClicked.connect(self._double_clicked)
+        self.empty_hint = EmptyHint(self.table, "No jobs yet. Add files above (or drop them anywhere in the window), "
+                                                "pick a tool, and Convert: each job shows here with its progress.")
 
         self.stop_all_button = QPushButton("Stop all")
         self.stop_all_button.setToolTip("Cancel every job that is waiting or running")

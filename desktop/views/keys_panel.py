@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.models.keys import KeysModel
+from desktop.views.empty_hint import EmptyHint
 
 Confirm = Callable[[str, str], bool]
 Copy = Callable[[str], None]
@@ -134,6 +135,8 @@ class KeysPanel(QWidget):
         self.table.verticalHeader().hide()
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.horizontalHeader().setStretchLastSection(True)
+        self.empty_hint = EmptyHint(self.table, "No keys yet. Scripts need one to use the API: Create key makes "
+                                                "one, shown once, to copy into the script.")
         self.create_button = QPushButton("&Create key…")
         self.revoke_button = QPushButton("&Revoke…")
         buttons = QHBoxLayout()

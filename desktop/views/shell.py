@@ -3,19 +3,60 @@ notifications, quitting. Passed in, so tests can record instead of opening thing
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QUrl
 from PySide6.QtGui import QClipboard, QDesktopServices, QIcon
-from PySide6.QtWidgets import QMenu, QSystemTrayIcon, QWidget
+from PySide6.QtWidgets import QApplication, QMenu, QMessageBox, QSystemTrayIcon, QWidget
 
-from desktop.views.jobs_view import open_with_system, reveal_in_folder
+
+def warn(text: str, details: str) -> None:
+    """Tell the user that something asked of the desktop did not happen (in front of the active window)."""
+    QMessageBox.warning(QApplication.activeWindow(), "FileKiln", f"{text}\n\n{details}")
 
 
 def open_url(url: str) -> None:
-    QDesktopServices.openUrl(QUrl(url))
+    """Open ``url`` in the browser; when none opens it, say so and put the address on the clipboard."""
+    if not QDesktopServices.openUrl(QUrl(url)):
+        QApplication.clipboard().setText(url)
+        warn("No browser opened the page.", f"Open {url} yourself: the address is on the clipboard.")
+
+
+def reveal_command(path: Path, platform: str = sys.platform) -> list[str] | None:
+    """The command that shows ``path`` selected in the file manager; ``None``: open its folder instead."""
+    if platform == "win32":
+        return ["explorer", f"/select,{path}"]
+    if platform == "darwin":
+        return ["open", "-R", str(path)]
+    return None
+
+
+def open_with_system(path: Path) -> None:
+    """Open a file (or folder) with the program the system has for it, or say why nothing opened."""
+    if not path.exists():
+        warn(f"{path.name} is no longer there.", f"It was moved or deleted since FileKiln wrote it: {path}")
+    elif not QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))):
+        warn(f"No program opened {path.name}.",
+             "This computer has no program set up for this kind of file; open it from the file manager.")
+
+
+def reveal_in_folder(path: Path) -> None:
+    """Show ``path`` in the file manager (selected, where the system can), or say why not."""
+    if not path.exists():
+        warn(f"{path.name} is no longer there.", f"It was moved or deleted since FileKiln wrote it: {path}")
+        return
+    command = reveal_command(path)
+    if command is None:
+        open_with_system(path.parent)
+        return
+    try:
+        subprocess.Popen(command)  # noqa: S603 - a fixed program and our own path
+    except OSError as exc:
+        warn("The file manager did not open.", f"{exc}. The file is {path}")
 
 
 # what to do when the window closes while jobs run
