@@ -171,6 +171,7 @@ class WorkerPool:
     def __init__(self, queue: JobQueue, workers: int, poll_interval: float,
                  on_tick: Callable[[], None] | None = None, tick_seconds: float = 10.0) -> None:
         self.queue = queue
+        self.workers = max(1, workers)
         self.stopping = threading.Event()
         # a short, flat polling delay: a job is picked up within ~poll_interval even after a quiet spell
         self.consumer = _QuietConsumer(

@@ -5,10 +5,12 @@ from pathlib import Path
 
 import fastapi_offline
 from fastapi import APIRouter
-from fastapi.responses import FileResponse, HTMLResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
 
 from localapi import API_VERSION, __version__
 from localapi.core.errors import NotFound
+from localapi.core.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from localapi.core.metrics import render as render_metrics
 from localapi.http.deps import KeyDep, OptionalKeyDep, ServiceDep
 from localapi.http.problems import problems
 from localapi.http.schemas import HealthOut, UsageOut
@@ -73,6 +75,15 @@ def usage(service: ServiceDep, key: KeyDep) -> UsageOut:
     remaining = None if key.daily_job_quota is None else max(key.daily_job_quota - used, 0)
     return UsageOut(keyId=key.id, name=key.name, dailyJobQuota=key.daily_job_quota, jobsToday=used,
                     remainingToday=remaining, resetsAt=tomorrow)
+
+
+@router.get("/metrics", response_class=PlainTextResponse, responses={
+    200: {"content": {"text/plain": {"schema": {"type": "string"}}},
+          "description": "Prometheus text format (version 0.0.4)"}, **problems(401, 429)})
+def metrics(service: ServiceDep, key: KeyDep) -> PlainTextResponse:
+    """Jobs and workflows by state, jobs by tool, queue depth, job durations by tool (a histogram) and
+    this process's workers, in the Prometheus text format. Needs a key (``Authorization: Bearer``)."""
+    return PlainTextResponse(render_metrics(service), media_type=METRICS_CONTENT_TYPE)
 
 
 @router.get("/docs", include_in_schema=False)
