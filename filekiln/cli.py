@@ -97,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="run the job on this FileKiln (e.g. http://127.0.0.1:8741/v1) instead of here")
     convert.add_argument("--key", default=None, help="API key for --server (env FILEKILN_API_KEY)")
 
+    doctor = sub.add_parser("doctor", parents=[common], help="check the data dir, database, queue, port and engines")
+    doctor.add_argument("--json", action="store_true")
+
     presets = sub.add_parser("presets", parents=[common], help="list, export, import and delete presets")
     presets_sub = presets.add_subparsers(dest="presets_command", required=True)
     presets_list = presets_sub.add_parser("list", parents=[common])
@@ -121,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_gui(settings, getattr(args, "files", []))
     handlers: dict[str, Callable[[argparse.Namespace, Settings], int]] = {
         "serve": cmd_serve, "worker": cmd_worker, "keys": cmd_keys, "tools": cmd_tools, "convert": cmd_convert,
-        "models": cmd_models, "watch": cmd_watch, "presets": cmd_presets,
+        "models": cmd_models, "watch": cmd_watch, "presets": cmd_presets, "doctor": cmd_doctor,
     }
     return handlers[command](args, settings)
 
@@ -188,6 +191,15 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     service.close()
     print("FileKiln worker stopped.", flush=True)
     return 0
+
+
+def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
+    """Check what FileKiln runs on; exit 1 when something it needs is broken."""
+    from filekiln.doctor import as_json, exit_code, report, run_checks
+
+    checks = run_checks(settings)
+    print(json.dumps(as_json(checks)) if args.json else report(checks))
+    return exit_code(checks)
 
 
 def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:

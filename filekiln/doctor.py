@@ -1,0 +1,163 @@
+"""``filekiln doctor``: checks what FileKiln runs on, and says in words what is wrong and how to fix it.
+
+Each check is ``ok``, ``warn`` (FileKiln runs, something is missing or low) or ``fail`` (it cannot run
+as configured). The exit code is 1 when any check fails, else 0.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import sqlite3
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from localapi.config import Settings
+
+LOW_DISK_BYTES = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    state: str  # ok | warn | fail
+    detail: str
+
+    def to_json(self) -> dict[str, str]:
+        return asdict(self)
+
+
+def run_checks(settings: Settings) -> list[Check]:
+    checks = [check_data_dir(settings.data_dir)]
+    if checks[0].state == "fail":
+        return checks
+    checks.append(check_database(settings.data_dir / "filekiln.db"))
+    checks.append(check_queue(settings.data_dir / "queue.db"))
+    checks.append(check_disk(settings.data_dir))
+    checks.append(check_port(settings.host, settings.port))
+    if any(c.state == "fail" for c in checks):
+        return checks  # the tools are looked at through the service, which needs the database
+    try:
+        checks.extend(check_tools(settings))
+    except Exception as exc:  # the service itself cannot start: that is the finding
+        checks.append(Check("service", "fail", f"FileKiln cannot start on this data dir: {exc}"))
+    return checks
+
+
+def check_data_dir(data_dir: Path) -> Check:
+    """The data dir exists (or can be made) and FileKiln can write files into it."""
+    try:
+        (data_dir / "files").mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=data_dir / "files", prefix=".doctor-"):
+            pass
+    except OSError as exc:
+        return Check("data dir", "fail", f"{data_dir} cannot be written ({exc.strerror or exc}); give FileKiln a "
+                                         "folder it may write (--data-dir or FILEKILN_DATA_DIR).")
+    return Check("data dir", "ok", str(data_dir))
+
+
+def check_database(path: Path) -> Check:
+    """The metadata database opens, passes SQLite's quick check, and holds FileKiln's tables."""
+    if not path.exists():
+        return Check("metadata database", "ok", f"{path} will be made at the first start")
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+        try:
+            verdict = conn.execute("pragma quick_check").fetchone()[0]
+            tables = {r[0] for r in conn.execute("select name from sqlite_master where type = 'table'")}
+            jobs = conn.execute("select count(*) from jobs").fetchone()[0] if "jobs" in tables else 0
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        return Check("metadata database", "fail", f"{path} cannot be read: {exc}. Restore it from a backup, or move "
+                                                  "it away to start afresh (keys and jobs would be lost).")
+    if verdict != "ok":
+        return Check("metadata database", "fail", f"{path} is damaged ({verdict}); restore it from a backup.")
+    missing = {"keys", "files", "jobs"} - tables
+    if missing:
+        absent = ", ".join(sorted(missing))
+        return Check("metadata database", "fail", f"{path} is not FileKiln's database (no {absent} table).")
+    return Check("metadata database", "ok", f"SQLite, {path}, {jobs} jobs kept")
+
+
+def check_queue(path: Path) -> Check:
+    if not path.exists():
+        return Check("queue", "ok", f"Huey on SQLite, {path} will be made at the first start")
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+        try:
+            verdict = conn.execute("pragma quick_check").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        return Check("queue", "fail", f"{path} cannot be read: {exc}. Delete it: FileKiln rebuilds the queue from "
+                                      "the job table at the next start.")
+    if verdict != "ok":
+        return Check("queue", "fail", f"{path} is damaged; delete it: FileKiln rebuilds it from the job table.")
+    return Check("queue", "ok", f"Huey on SQLite, {path}")
+
+
+def check_disk(data_dir: Path) -> Check:
+    free = shutil.disk_usage(data_dir).free
+    text = f"{free / 1e9:.1f} GB free where the data dir is"
+    if free < LOW_DISK_BYTES:
+        return Check("disk", "warn", text + ": large conversions may fail with disk_full; free some space.")
+    return Check("disk", "ok", text)
+
+
+def check_port(host: str, port: int) -> Check:
+    """Whether the API's address is free, taken by a FileKiln (which one), or by another program."""
+    address = host if host not in ("0.0.0.0", "::") else "127.0.0.1"
+    with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as probe:
+        probe.settimeout(1)
+        in_use = probe.connect_ex((address, port)) == 0
+    if not in_use:
+        return Check("API address", "ok", f"{host}:{port} is free")
+    try:
+        health = httpx.get(f"http://{address}:{port}/v1/health", timeout=3).json()
+        return Check("API address", "ok", f"FileKiln {health.get('version', '?')} answers on {host}:{port}")
+    except (httpx.HTTPError, ValueError):
+        return Check("API address", "warn", f"another program uses {host}:{port}; start FileKiln on another port "
+                                            "(--port, or port in settings.toml)")
+
+
+def check_tools(settings: Settings) -> list[Check]:
+    """Engines and models: a tool that cannot run says why (warn: the others run)."""
+    from localapi.core.service import Service
+
+    service = Service.open(settings)
+    try:
+        checks = []
+        missing = [(name, info) for name, info in sorted(service.engines().items()) if not info["available"]]
+        available = sum(1 for tool in service.catalogue if service.switches.tool_status(tool)[0])
+        total = len(list(service.catalogue))
+        checks.append(Check("tools", "ok" if available == total else "warn",
+                            f"{available} of {total} tools can run here"))
+        for tool in service.catalogue:
+            ok, reason = service.switches.tool_status(tool)
+            if not ok:
+                checks.append(Check(f"tool {tool.id}", "warn", reason or "unavailable"))
+        if missing:
+            checks.append(Check("engines", "warn", "not installed: " + ", ".join(name for name, _ in missing)))
+        for module, error in service.catalogue.broken.items():
+            checks.append(Check(f"tools in {module}", "fail", f"could not be loaded: {error}"))
+        return checks
+    finally:
+        service.close()
+
+
+def report(checks: list[Check]) -> str:
+    marks = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
+    return "\n".join(f"{marks[c.state]}  {c.name}: {c.detail}" for c in checks)
+
+
+def exit_code(checks: list[Check]) -> int:
+    return 1 if any(c.state == "fail" for c in checks) else 0
+
+
+def as_json(checks: list[Check]) -> list[dict[str, Any]]:
+    return [c.to_json() for c in checks]
