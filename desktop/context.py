@@ -18,6 +18,9 @@ from PySide6.QtGui import QIcon
 from desktop.controllers.api import ApiController
 from desktop.controllers.batches import BatchTracker
 from desktop.controllers.jobs import JobsController
+from desktop.controllers.presets import PresetsController, preset_entries
+from desktop.controllers.watch import WatchController
+from desktop.controllers.workflows import WorkflowsController
 from desktop.engines import EngineRow, engine_rows
 from desktop.models.files import FileEntry, FileListModel
 from desktop.models.jobs import JobsModel
@@ -48,6 +51,9 @@ class Desktop:
     keys: KeysModel
     api: ApiController
     tracker: BatchTracker
+    service_presets: PresetsController  # the service's presets (shared with the API and the CLI)
+    workflows: WorkflowsController
+    watch: WatchController  # the watch folders: stored in the service, run while the workers run
     background: Background
     workers_started: bool = False
     _closed: bool = field(default=False, repr=False)
@@ -55,7 +61,8 @@ class Desktop:
 
     @classmethod
     def create(cls, service: Service, server: ApiServer | None = None,
-               icon_for: Callable[[FileEntry], QIcon] | None = None, coalesce_ms: int = 100) -> Desktop:
+               icon_for: Callable[[FileEntry], QIcon] | None = None, coalesce_ms: int = 100,
+               watch_settle_seconds: float = 1.0) -> Desktop:
         folder = service.settings.data_dir / "desktop"
         folder.mkdir(parents=True, exist_ok=True)
         infos = cls.read_tools(service)
@@ -67,13 +74,24 @@ class Desktop:
         jobs_controller.snapshot.connect(jobs.apply)
         tracker = BatchTracker()
         jobs_controller.submitted.connect(tracker.add)
+        tools = ToolTreeModel(infos)
+        service_presets = PresetsController(service)
+
+        def show_presets() -> None:
+            tools.set_presets(preset_entries(service_presets.presets))
+
+        service_presets.changed.connect(show_presets)
+        show_presets()
         return cls(
             service=service, folder=folder, prefs=Prefs.load(folder / "desktop.json"),
             presets=PresetStore(folder / "presets.json"),
             settings_file=SettingsFile(service.settings.data_dir / "settings.toml"), deliveries=deliveries,
-            tools=ToolTreeModel(infos), files=FileListModel(service.sniff, Background(1), icon_for),
+            tools=tools, files=FileListModel(service.sniff, Background(1), icon_for),
             jobs=jobs, jobs_controller=jobs_controller, keys=KeysModel(service.keys),
-            api=ApiController(service, server), tracker=tracker, background=background)
+            api=ApiController(service, server), tracker=tracker, background=background,
+            service_presets=service_presets,
+            workflows=WorkflowsController(service, DeliveryStore.open(folder / "workflow_deliveries.json")),
+            watch=WatchController(service, settle_seconds=watch_settle_seconds))
 
     @staticmethod
     def read_tools(service: Service) -> list[ToolInfo]:
@@ -119,13 +137,17 @@ class Desktop:
 
     def start(self, start_api: bool | None = None) -> None:
         """Watch the jobs (the event feed starts here, whether or not the API does), then start the
-        workers (off the GUI thread: recovery reads the job table; what it changes arrives as events)
-        and the API."""
+        workers (off the GUI thread: recovery reads the job table; what it changes arrives as events),
+        the watch folders once the workers run, and the API."""
 
         def started(_: object) -> None:
             self.workers_started = True
+            self.watch.start()
 
         self.jobs_controller.start()
+        self.workflows.start()
+        self.watch.refresh()
+        self.service_presets.import_legacy(self.presets, {t.id: t.title for t in self.tools.tools})
         self.background.run(self._start_workers, started,
                             lambda exc: log.error("the workers could not start: %s", exc))
         if self.prefs.start_api if start_api is None else start_api:
@@ -157,13 +179,16 @@ class Desktop:
             raise failure[0]
 
     def shutdown(self) -> None:
-        """Stop watching the jobs and the API, then the workers (running jobs go back to the queue for the
-        next start) and the event feed."""
+        """Stop watching the jobs, the watch folders and the API, then the workers (running jobs go back to
+        the queue for the next start) and the event feed."""
         if self._closed:
             return
         self._closed = True
         self.background.wait(30_000)
         self.jobs_controller.stop()
+        self.workflows.stop()
+        self.watch.stop()
+        self.service_presets.wait()
         self.api.shutdown()
         self.service.close()
         self._workers_thread_done.set()

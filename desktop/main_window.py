@@ -1,4 +1,4 @@
-"""The main window: Convert (with the jobs), Keys, API, Engines and Settings pages."""
+"""The main window: Convert (with the jobs), Watch folders, Keys, API, Engines and Settings pages."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QMessageBox, QS
 
 from desktop.context import Desktop
 from desktop.controllers.batches import BatchSummary
+from desktop.controllers.workflows import WorkflowEnd
 from desktop.models.jobs import JobRow
 from desktop.views.api_panel import ApiPanel
 from desktop.views.convert_panel import ConvertPanel
@@ -19,6 +20,8 @@ from desktop.views.keys_panel import KeysPanel
 from desktop.views.models_box import ModelsBox
 from desktop.views.settings_panel import SettingsPanel
 from desktop.views.shell import CANCEL_AND_QUIT, HIDE, QUIT, STAY, Shell, Tray
+from desktop.views.watch_panel import WatchPanel
+from localapi.core.states import JobStatus
 
 
 class MainWindow(QMainWindow):
@@ -36,7 +39,8 @@ class MainWindow(QMainWindow):
         self.convert = ConvertPanel(
             desktop.files, desktop.tools, desktop.jobs_controller, desktop.presets, desktop.prefs,
             desktop.save_prefs, choose_files=shell.choose_files, choose_input_folder=shell.choose_folder,
-            choose_output_folder=shell.choose_folder, ask_text=shell.ask_text, check_params=desktop.check_params)
+            choose_output_folder=shell.choose_folder, ask_text=shell.ask_text, check_params=desktop.check_params,
+            shared_presets=desktop.service_presets, workflows=desktop.workflows)
         self.jobs_view = JobsView(desktop.jobs, desktop.jobs_controller, open_path=shell.open_path,
                                   reveal=shell.reveal)
         convert_page = QSplitter(Qt.Orientation.Vertical)
@@ -45,6 +49,8 @@ class MainWindow(QMainWindow):
         convert_page.setStretchFactor(0, 3)
         convert_page.setStretchFactor(1, 2)
         convert_page.setChildrenCollapsible(False)
+        self.watch_panel = WatchPanel(desktop.watch, desktop.service_presets,
+                                      choose_folder=shell.choose_folder, confirm=shell.confirm)
         self.keys_panel = KeysPanel(desktop.keys, shell.copy, confirm=shell.confirm)
         self.api_panel = ApiPanel(desktop.api, shell.copy, shell.open_url, persist=desktop.update_settings)
         self.models_box = ModelsBox(desktop.service.models, desktop.service.download_model)
@@ -57,7 +63,8 @@ class MainWindow(QMainWindow):
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         pages: list[tuple[QWidget, str]] = [
-            (convert_page, "&Convert"), (self.keys_panel, "&Keys"), (self.api_panel, "A&PI"),
+            (convert_page, "&Convert"), (self.watch_panel, "&Watch folders"), (self.keys_panel, "&Keys"),
+            (self.api_panel, "A&PI"),
             (self.engines_panel, "&Engines"), (self.settings_panel, "&Settings")]
         for page, title in pages:
             self.tabs.addTab(page, title)
@@ -79,6 +86,9 @@ class MainWindow(QMainWindow):
         desktop.api.changed.connect(self._api_changed)
         desktop.jobs_controller.snapshot.connect(self._jobs_changed)
         desktop.jobs_controller.failed.connect(self._action_failed)
+        desktop.workflows.failed.connect(self._action_failed)
+        desktop.watch.failed.connect(self._action_failed)
+        desktop.workflows.finished.connect(self._workflow_finished)
         self.convert.batch_started.connect(self._batch_started)
         self.settings_panel.saved.connect(self._settings_saved)
         self.settings_panel.tool_switches.changed.connect(lambda *_: desktop.refresh_tools())
@@ -104,6 +114,7 @@ class MainWindow(QMainWindow):
             ids = [r.id for r in self.desktop.jobs.rows if r.active and self._in_batch(r, self.last_batch)]
             if ids:
                 self.desktop.jobs_controller.cancel(ids)
+            self.desktop.workflows.cancel_batch(self.last_batch)
 
     def _in_batch(self, row: JobRow, batch: str) -> bool:
         delivery = self.desktop.deliveries.get(row.id)
@@ -136,6 +147,13 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(summary.message, 10_000)
         if self.isHidden() or self.isMinimized() or not self.isActiveWindow():
             self.notify("FileKiln", summary.message)
+
+    def _workflow_finished(self, end: WorkflowEnd) -> None:
+        """A workflow's failure names the step and the file: it is told even with the window in front."""
+        self.statusBar().showMessage(end.message, 10_000)
+        if end.status != JobStatus.DONE or self.isHidden() or self.isMinimized() or not self.isActiveWindow():
+            self.notify("FileKiln workflow" if end.status == JobStatus.DONE else "FileKiln workflow failed",
+                        end.message)
 
     def notify(self, title: str, text: str) -> None:
         if self.shell.notify is not None:

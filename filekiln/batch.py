@@ -46,12 +46,16 @@ def walk(root: Path, recursive: bool) -> list[Path]:
                   if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
 
 
-def collect(inputs: list[Path], tool: Any, out: Path, recursive: bool) -> tuple[list[Item], list[tuple[str, str]]]:
+def collect(inputs: list[Path], tool: Any, out: Path, recursive: bool,
+            merges: bool | None = None) -> tuple[list[Item], list[tuple[str, str]]]:
     """The workflows to run on ``inputs`` and the files skipped as ``(label, why)``.
 
     A folder's files that ``tool`` (the first step's) does not take are skipped; a file named on the
-    command line that it does not take is a :class:`BadRequest`, as it is without folders.
+    command line that it does not take is a :class:`BadRequest`, as it is without folders. ``merges``
+    (default: whether ``tool`` does): some step combines its inputs, so each folder's files, and the
+    files named, go into one workflow (the steps before the merge run per file inside it).
     """
+    merges = tool.merges_inputs if merges is None else merges
     from converters.inputs.sniff import sniff
     from localapi.core.errors import ServiceError
     from localapi.core.jobs.validation import check_input_file
@@ -77,7 +81,7 @@ def collect(inputs: list[Path], tool: Any, out: Path, recursive: bool) -> tuple[
                 else:
                     folders.setdefault(rel.parent, []).append(path)
             for folder, paths in folders.items():
-                if tool.merges_inputs:
+                if merges:
                     label = f"{given.name if folder == Path('.') else folder.as_posix()}/ ({len(paths)} files)"
                     items.append(Item(paths, label, out / folder))
                 else:
@@ -90,7 +94,7 @@ def collect(inputs: list[Path], tool: Any, out: Path, recursive: bool) -> tuple[
         else:
             raise BadRequest(f"No file or folder {given}.")
     if named:  # files named on the command line: one job for all of them with a merging tool, as without folders
-        if tool.merges_inputs:
+        if merges:
             items.append(Item(named, ", ".join(p.name for p in named), out))
         else:
             items.extend(Item([p], p.name, out) for p in named)
@@ -118,8 +122,9 @@ def convert_batch(args: argparse.Namespace, settings: Settings, bar: Any,
         try:
             request = steps_asked(args, parse_param)
             specs, _ = service.workflows.resolve(request.get("steps"), request.get("preset"))
-            tool = service.workflows.check_chain(specs, None)[0][0]
-            items, skipped = collect(args.files, tool, args.out, args.recursive)
+            checked = service.workflows.check_chain(specs, None)
+            merges = any(step_tool.merges_inputs for step_tool, _, _ in checked)
+            items, skipped = collect(args.files, checked[0][0], args.out, args.recursive, merges)
         except ServiceError as exc:
             details = "".join(f"\n  {field}: {'; '.join(msgs)}" for field, msgs in (exc.errors or {}).items())
             print(f"{exc.code}: {exc.detail}{details}", file=sys.stderr)

@@ -26,7 +26,7 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from desktop.models.jobs import JobRow, friendly_error
-from desktop.store.deliveries import Delivery, DeliveryStore, copy_results, sizes_of
+from desktop.store.deliveries import Delivery, DeliveryStore, copy_results, folder_inside, sizes_of
 from desktop.store.naming import default_template
 from desktop.threads import Background, Relay
 from localapi.core.errors import Conflict, ServiceError
@@ -382,29 +382,32 @@ class JobsController(QObject):
     # ---- actions ----
 
     def submit(self, groups: Sequence[Sequence[Path]], tool_id: str, params: dict[str, Any],
-               output_format: str | None, folder: Path | None, policy: str, name_template: str | None = None) -> str:
+               output_format: str | None, folder: Path | None, policy: str, name_template: str | None = None,
+               subfolders: Sequence[Path] | None = None) -> str:
         """Queue one job per group (a group is one file, or all files for a tool that merges them).
 
-        ``folder`` ``None`` puts each result next to its group's first input; ``name_template`` names the
-        results (``None``: the tool's default). A group the service refuses gets a row saying why.
-        Returns the batch id.
+        ``folder`` ``None`` puts each result next to its group's first input; ``subfolders`` (one per
+        group) put each group's results in that folder inside ``folder``, to keep a dropped folder's
+        tree. ``name_template`` names the results (``None``: the tool's default). A group the service
+        refuses gets a row saying why. Returns the batch id.
         """
         batch = uuid.uuid4().hex
         template = name_template or default_template(tool_id)
         lists = [list(g) for g in groups]
+        targets = [folder_inside(folder, sub) for sub in subfolders] if subfolders else [folder] * len(lists)
 
         def work() -> tuple[list[str], list[Refusal]]:
             job_ids: list[str] = []
             refused: list[Refusal] = []
-            for group in lists:
+            for group, target in zip(lists, targets, strict=True):
                 try:
                     job = self.service.submit_local(group, tool_id, params, output_format)
                 except (ServiceError, OSError) as exc:
-                    refused.append(self._refusal(group, tool_id, params, output_format, folder, policy, template,
+                    refused.append(self._refusal(group, tool_id, params, output_format, target, policy, template,
                                                  batch, exc))
                     continue
                 self._given[job.id] = params  # passwords are not kept with the job: a retry needs them
-                self.deliveries.add(self._delivery(job.id, group, folder, policy, batch, tool_id, template))
+                self.deliveries.add(self._delivery(job.id, group, target, policy, batch, tool_id, template))
                 job_ids.append(job.id)
             return job_ids, refused
 

@@ -2,13 +2,16 @@
 
 Also what a dropped folder brings in: :func:`parse_filter` reads the filter box, :func:`expand_paths`
 walks folders with it. Both sides of the filter live here, as they must agree (lower-case globs).
+A file found in a folder remembers that folder (:attr:`FileEntry.root`), so its results can keep the
+folder tree (:func:`group_entries`) and a tool that does not take it can pass it by
+(:func:`split_for_tool`), as ``filekiln convert DIR --recursive`` does.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,20 +46,26 @@ def expand_paths(paths: Iterable[Path], patterns: Sequence[str] = (), limit: int
     Hidden files and folders inside a dropped folder are skipped. Order is stable and
     duplicates are dropped; at most ``limit`` files are returned.
     """
-    seen: set[Path] = set()
-    found: list[Path] = []
+    return [path for path, _ in expand_with_roots(paths, patterns, limit)]
 
-    def keep(p: Path) -> bool:
+
+def expand_with_roots(paths: Iterable[Path], patterns: Sequence[str] = (),
+                      limit: int = 10_000) -> list[tuple[Path, Path | None]]:
+    """:func:`expand_paths`, each file with the folder it was found under (``None``: named directly)."""
+    seen: set[Path] = set()
+    found: list[tuple[Path, Path | None]] = []
+
+    def keep(p: Path, root: Path | None) -> bool:
         if p in seen or len(found) >= limit:
             return False
         seen.add(p)
-        found.append(p)
+        found.append((p, root))
         return True
 
     for path in paths:
         path = path.absolute()
         if path.is_file():
-            keep(path)
+            keep(path, None)
         elif path.is_dir():
             for root, dirs, files in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -65,7 +74,7 @@ def expand_paths(paths: Iterable[Path], patterns: Sequence[str] = (), limit: int
                         continue
                     if patterns and not any(fnmatch.fnmatch(name.lower(), p) for p in patterns):
                         continue
-                    keep(Path(root) / name)
+                    keep(Path(root) / name, path)
                 if len(found) >= limit:
                     return found
     return found
@@ -87,23 +96,71 @@ class FileEntry:
     path: Path
     size: int
     format: str | None  # None: not recognised
+    root: Path | None = None  # the dropped (or added) folder it was found in; None: named directly
 
     @property
     def type_label(self) -> str:
         return self.format.upper() if self.format else "unknown"
 
+    @property
+    def subfolder(self) -> Path:
+        """Where the file sits inside its folder (``Path(".")`` at its top, and for a file named directly)."""
+        return self.path.parent.relative_to(self.root) if self.root is not None else Path(".")
+
+    @property
+    def label(self) -> str:
+        """Its name, with its path inside its folder for a file found in one: ``sub/b.png``."""
+        return (self.subfolder / self.path.name).as_posix()
+
 
 def scan_files(paths: Iterable[Path], patterns: Sequence[str], sniff: Callable[[Path], str | None]) -> list[FileEntry]:
     """Expand folders and judge each file's type. Slow on big folders: run it off the GUI thread."""
     entries = []
-    for path in expand_paths(paths, patterns):
+    for path, root in expand_with_roots(paths, patterns):
         try:
             size = path.stat().st_size
             fmt = sniff(path)
         except OSError:
             continue
-        entries.append(FileEntry(path, size, fmt))
+        entries.append(FileEntry(path, size, fmt, root))
     return entries
+
+
+def split_for_tool(entries: Iterable[FileEntry], accepts: Collection[str],
+                   max_size: int) -> tuple[list[FileEntry], list[FileEntry]]:
+    """(files to convert, files from folders passed by): a file found in a folder whose type the tool
+    does not take (``accepts``), or that is over its ``max_size``, is left out; a file named directly
+    is always kept, so that asking for it with the wrong tool stays an error the user sees."""
+    taken: list[FileEntry] = []
+    passed: list[FileEntry] = []
+    for entry in entries:
+        fits = entry.format is not None and entry.format in accepts and entry.size <= max_size
+        (taken if fits or entry.root is None else passed).append(entry)
+    return taken, passed
+
+
+@dataclass(frozen=True)
+class Group:
+    """The files one job (or workflow) gets, and the folder inside the output folder its results go to."""
+
+    paths: list[Path]
+    subfolder: Path  # Path("."): the output folder itself
+
+
+def group_entries(entries: Iterable[FileEntry], merge: bool) -> list[Group]:
+    """One group per file, or for a tool that merges its inputs, one per folder: the files named
+    directly together, and the files of each subfolder of a dropped folder together (as
+    ``filekiln convert DIR --recursive`` does). Groups come in the order of their first file."""
+    entries = list(entries)
+    if not merge:
+        return [Group([e.path], e.subfolder) for e in entries]
+    groups: dict[tuple[Path | None, Path], Group] = {}
+    for entry in entries:
+        key = (entry.root, entry.subfolder)
+        if key not in groups:
+            groups[key] = Group([], entry.subfolder)
+        groups[key].paths.append(entry.path)
+    return list(groups.values())
 
 
 class FileListModel(RowTableModel[FileEntry]):

@@ -102,6 +102,21 @@ class JobRow:
     refusal: str | None = None  # a file refused before converting (no job): why, in words
     details: str = ""  # more about a refusal
     can_unlock: bool = False  # failed for want of a password that the row may ask for
+    workflow_id: str | None = None  # the workflow this job is a step of
+    step: int = 0  # which step of it (0-based)
+    steps: int = 0  # how many steps the workflow has (0: not known yet)
+
+    @property
+    def step_label(self) -> str:
+        """``Step 1/2`` for a job of a workflow, else empty."""
+        if self.workflow_id is None:
+            return ""
+        return f"Step {self.step + 1}/{self.steps}" if self.steps else f"Step {self.step + 1}"
+
+    @property
+    def tool_label(self) -> str:
+        """The tool's title, with the workflow step when the job is one: ``Image to PDF · Step 1/2``."""
+        return f"{self.tool_title} · {self.step_label}" if self.workflow_id else self.tool_title
 
     @property
     def refused(self) -> bool:
@@ -114,7 +129,7 @@ class JobRow:
     @property
     def can_retry(self) -> bool:
         """Failed or canceled, and made in this app (its files and choices are known)."""
-        return self.from_app and self.status in (JobStatus.FAILED, JobStatus.CANCELED)
+        return self.from_app and self.workflow_id is None and self.status in (JobStatus.FAILED, JobStatus.CANCELED)
 
     @property
     def status_label(self) -> str:
@@ -176,6 +191,8 @@ class JobRow:
             return "\n".join([f"Refused before converting: {self.files_label}", f"Tool: {self.tool}",
                               self.details or self.refusal or ""])
         lines = [f"Job: {self.id}", f"Tool: {self.tool}", f"Status: {self.status}"]
+        if self.workflow_id is not None:
+            lines.insert(1, f"Workflow: {self.workflow_id} ({self.step_label.lower()})")
         if self.error_code:
             lines.append(f"Error code: {self.error_code}")
         if self.error_message:
@@ -282,7 +299,7 @@ class JobsModel(RowTableModel[JobRow]):
                 return None
             elapsed = format_elapsed(elapsed_of(row.started_at, row.finished_at, self._clock()))
             progress = "" if row.refused else f"{row.progress}%"
-            return (row.tool_title, row.files_label, progress, self.status_text(row), row.result_text,
+            return (row.tool_label, row.files_label, progress, self.status_text(row), row.result_text,
                     elapsed, row.source)[column]
         if role == Qt.ItemDataRole.ToolTipRole:
             if row.status == JobStatus.FAILED or row.delivery_error:

@@ -1,9 +1,11 @@
 """What the app remembers, as small files in ``<data dir>/desktop/`` (and ``settings.toml``), each written
 atomically. No Qt here: these are read and written from the GUI thread and the background pools alike.
 
-- ``presets.json``: per tool, the last choice and named presets (:class:`PresetStore`);
+- ``presets.json``: per tool, the last choice, and the named presets of earlier versions, imported once
+  into the service's presets (:class:`PresetStore`);
 - ``desktop.json``: the app's own preferences (:class:`Prefs`);
 - ``deliveries.json``: where each job's results go and where they went (:class:`DeliveryStore`);
+  ``workflow_deliveries.json`` the same for workflows, keyed by workflow id;
 - result names: templates such as ``{name}-compressed.{ext}`` (:mod:`desktop.store.naming`);
 - ``settings.toml``: the service settings shared with ``filekiln serve`` (:class:`SettingsFile`).
 """

@@ -103,6 +103,14 @@ class DeliveryStore:
             return list(self._items)
 
 
+def folder_inside(folder: Path | None, subfolder: Path | None) -> Path | None:
+    """Where a group's results go: ``subfolder`` inside the chosen ``folder``, so that the results of
+    a dropped folder keep its tree; ``None`` (next to the input, where the tree is kept already) stays."""
+    if folder is None or subfolder is None:
+        return folder
+    return folder / subfolder
+
+
 def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 

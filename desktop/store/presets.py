@@ -1,4 +1,7 @@
-"""``presets.json``: per tool, the last choice (params and output format) and named presets."""
+"""``presets.json``: per tool, the last choice (params and output format) and named presets.
+
+Named presets are saved in the service now (shared with the API, the CLI and watch folders); those of
+earlier versions stay here, read as before, and are imported into the service once (``imported``)."""
 
 from __future__ import annotations
 
@@ -28,6 +31,18 @@ class PresetStore:
 
     def set_last(self, tool_id: str, params: dict[str, Any], output_format: str | None) -> None:
         self._data["last"][tool_id] = {"params": params, "outputFormat": output_format}
+        self._save()
+
+    def tool_ids(self) -> list[str]:
+        """Tools with named presets here."""
+        return sorted(self._data["presets"])
+
+    def imported(self) -> bool:
+        """Whether the named presets were imported into the service's presets."""
+        return bool(self._data.get("imported"))
+
+    def mark_imported(self) -> None:
+        self._data["imported"] = True
         self._save()
 
     def names(self, tool_id: str) -> list[str]:

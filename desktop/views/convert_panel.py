@@ -1,4 +1,14 @@
-"""The Convert page: files in, a tool and its options, and the Convert button."""
+"""The Convert page: files in, a tool (or a preset) and its options, the steps after it, and Convert.
+
+With no step added, Convert queues ordinary jobs of the chosen tool. With steps added (the workflow
+builder) or a preset of several steps chosen, it starts one workflow per file, or one for all the
+files when a step merges them (the steps before it run once per file inside the workflow); the
+final results land where a job's would.
+
+Files from a dropped (or added) folder keep its tree: their results go to the same subfolder inside
+the output folder, a merging tool makes one result per subfolder, and the files the tool (or the
+first step) does not take are passed by and named in the message, as ``filekiln convert DIR
+--recursive`` does. One progress bar under Convert follows the last Convert's jobs or workflows."""
 
 from __future__ import annotations
 
@@ -12,21 +22,26 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QProgressBar,
     QPushButton,
     QSplitter,
     QVBoxLayout,
     QWidget,
 )
 
-from desktop.controllers.batches import BatchTracker
+from desktop.controllers.batches import BatchTracker, ProgressTracker
 from desktop.controllers.jobs import JobsController
-from desktop.models.files import FileEntry, FileListModel, human_size, parse_filter
+from desktop.controllers.presets import PresetsController, chain_problem
+from desktop.controllers.workflows import FlowBatch, WorkflowEnd, WorkflowsController
+from desktop.models.files import FileEntry, FileListModel, group_entries, human_size, parse_filter, split_for_tool
 from desktop.models.jobs import JobRow
-from desktop.models.tools import ToolTreeModel
+from desktop.models.tools import ToolInfo, ToolTreeModel
 from desktop.store import Prefs, PresetStore
 from desktop.views.drop_zone import DropZone, FileListView
 from desktop.views.options_pane import AskText, ChooseFolder, OptionsPane
 from desktop.views.tool_picker import ToolPicker
+from desktop.views.workflow_builder import WorkflowBuilder
+from localapi.core.workflows.records import StepSpec
 
 ChooseFiles = Callable[[], list[Path]]
 
@@ -39,9 +54,16 @@ class ConvertPanel(QWidget):
                  choose_input_folder: ChooseFolder | None = None, choose_output_folder: ChooseFolder | None = None,
                  ask_text: AskText | None = None,
                  check_params: Callable[[str, dict[str, Any]], dict[str, str]] | None = None,
+                 shared_presets: PresetsController | None = None, workflows: WorkflowsController | None = None,
                  parent: QWidget | None = None) -> None:
+        """``shared_presets`` and ``workflows``: the service's presets and workflows; without them the
+        page has no workflow builder and saves presets in ``presets`` as before."""
         super().__init__(parent)
         self.files = files
+        self.shared_presets = shared_presets
+        self.workflows = workflows
+        self._ask_text = ask_text
+        self._flow: FlowBatch | None = None  # the last Convert that started workflows
         self.tools = tools
         self.controller = controller
         self.prefs = prefs
@@ -50,6 +72,8 @@ class ConvertPanel(QWidget):
         self._choose_input_folder = choose_input_folder or self._folder_dialog
         self._batch: tuple[str, str] | None = None  # the last Convert's batch id and tool title
         self._batches = BatchTracker()
+        self._progress: ProgressTracker | None = None  # the last Convert's, for the bar under Convert
+        self._skipped_note = ""  # the last Convert's files from folders that its tool does not take
 
         self.drop_zone = DropZone()
         self.filter_edit = QLineEdit(prefs.folder_filter)
@@ -74,7 +98,10 @@ class ConvertPanel(QWidget):
 
         self.picker = ToolPicker(tools)
         self.options = OptionsPane(presets, prefs, save_prefs, ask_text=ask_text, choose_folder=choose_output_folder,
-                                   check_params=check_params)
+                                   check_params=check_params, shared=shared_presets,
+                                   save_handler=self.save_as_preset if shared_presets is not None else None)
+        self.builder = WorkflowBuilder(lambda: self.tools.tools, check_params)
+        self.builder.setVisible(workflows is not None and shared_presets is not None)
         self.convert_button = QPushButton("Convert")
         self.convert_button.setDefault(True)
         self.convert_button.setToolTip("Convert (Ctrl+Return)")
@@ -89,13 +116,23 @@ class ConvertPanel(QWidget):
         self.reason_label = QLabel()  # why Convert is disabled, in words beside the button
         self.reason_label.setObjectName("convertReason")
         self.reason_label.setWordWrap(True)
+        self.progress_bar = QProgressBar()  # the last Convert as a whole; each file's status is in the jobs list
+        self.progress_bar.setRange(0, 100)
+        self.progress_bar.setAccessibleName("Progress of the last Convert")
+        self.progress_label = QLabel()
+        self.progress_label.setObjectName("convertProgress")
+        self.progress_bar.setVisible(False)
+        self.progress_label.setVisible(False)
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(0, 0, 0, 0)
         right_layout.addWidget(self.options, 1)
+        self.options.add_below_settings(self.builder)
         right_layout.addWidget(self.message)
         right_layout.addWidget(self.reason_label)
         right_layout.addWidget(self.convert_button)
+        right_layout.addWidget(self.progress_bar)
+        right_layout.addWidget(self.progress_label)
 
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(left)
@@ -121,11 +158,23 @@ class ConvertPanel(QWidget):
         controller.submitted.connect(self._submitted)
         controller.snapshot.connect(self._jobs_changed)
         controller.cleared.connect(lambda: self.show_message(""))
+        controller.cleared.connect(self._hide_finished_progress)
         self.filter_edit.editingFinished.connect(self._filter_changed)
         files.files_changed.connect(self._files_changed)
         files.loading_changed.connect(lambda _: self._update_state())
         self.file_view.selectionModel().selectionChanged.connect(lambda *_: self._files_changed())
         self.picker.tool_changed.connect(self._tool_changed)
+        self.picker.preset_chosen.connect(self.choose_preset)
+        self.options.format_combo.currentIndexChanged.connect(lambda _: self._chain_changed())
+        self.builder.changed.connect(self._update_state)
+        self.builder.changed.connect(self._title_first_step)
+        self.builder.save_requested.connect(self._ask_preset_name)
+        if workflows is not None:
+            workflows.submitted.connect(self._flows_submitted)
+            workflows.finished.connect(self._flow_finished)
+        if shared_presets is not None:
+            shared_presets.failed.connect(self.show_message)
+            shared_presets.saved.connect(lambda name: self.show_message(f"Saved the preset “{name}”."))
         self.options.validity_changed.connect(lambda _: self._update_state())
         self.options.form.changed.connect(self._update_state)  # the reason in words follows each edit
         self.convert_button.clicked.connect(self.convert)
@@ -177,7 +226,10 @@ class ConvertPanel(QWidget):
 
     def _files_changed(self) -> None:
         entries = self.files_in_play()
-        self.tools.set_formats({e.format for e in entries} if entries else None)
+        named = [e for e in entries if e.root is None]
+        from_folders = [e for e in entries if e.root is not None]
+        # files named directly must all be taken; of the files from folders, the tool's are converted
+        self.tools.set_formats({e.format for e in named} if entries else None, {e.format for e in from_folders})
         total = self.files.rowCount()
         size = sum(e.size for e in self.files.entries)
         selected = len(self.file_view.selected_rows())
@@ -187,9 +239,11 @@ class ConvertPanel(QWidget):
         self.files_label.setText(text)
         hint = ""
         if entries and not self.tools.visible_tools():
-            unknown = [e.path.name for e in entries if e.format is None]
+            unknown = [e.path.name for e in named if e.format is None]
             if unknown:
                 hint = f"FileKiln does not recognise {', '.join(unknown[:3])}{'…' * (len(unknown) > 3)}."
+            elif not named and all(e.format is None for e in from_folders):
+                hint = "FileKiln does not recognise any of the files from these folders."
             else:
                 kinds = ", ".join(sorted({e.type_label for e in entries}))
                 hint = f"No tool takes all of these together ({kinds}). Select the files to convert together."
@@ -200,12 +254,77 @@ class ConvertPanel(QWidget):
 
     def _tool_changed(self, tool_id: str | None) -> None:
         self.options.set_tool(self.tools.tool(tool_id))
+        self.builder.clear()  # a new first step starts a new chain
+        self._chain_changed()
+
+    def choose_preset(self, name: str) -> None:
+        """Fill the page from the preset ``name``: its first step in the options, the rest as added steps."""
+        preset = self.shared_presets.get(name) if self.shared_presets is not None else None
+        tool = self.tools.tool(preset.steps[0].tool) if preset is not None and preset.steps else None
+        if preset is None or tool is None:
+            return
+        self.options.set_tool(tool)
+        self.options.show_choice({"params": preset.steps[0].params, "outputFormat": preset.steps[0].output_format})
+        self._chain_changed()
+        self.builder.set_steps(preset.steps[1:])
         self._update_state()
+
+    def _title_first_step(self) -> None:
+        tool = self.options.tool
+        self.options.settings_box.setTitle(f"Step 1: {tool.title}" if self.builder.editors and tool else "Settings")
+
+    def _first_output(self) -> set[str] | None:
+        """What the first step makes: its output format, or the inputs' own (a tool that keeps the format)."""
+        fmt = self.options.output_format()
+        if fmt is None:
+            return None
+        if fmt != "keep":
+            return {fmt}
+        formats = {e.format for e in self.entries_to_convert()[0]}
+        return {f for f in formats if f} if formats and None not in formats else None
+
+    def _chain_changed(self) -> None:
+        self.builder.set_first(self._first_output(), chosen=self.options.tool is not None)
+        self._update_state()
+
+    def chain(self) -> list[StepSpec]:
+        """The steps Convert runs: the chosen tool with its options, then the added steps."""
+        tool = self.options.tool
+        if tool is None:
+            return []
+        return [StepSpec(tool.id, self.options.params(), self.options.output_format()), *self.builder.steps()]
+
+    # ---- presets ----
+
+    def _ask_preset_name(self) -> None:
+        if self.options.tool is not None:
+            self.options.save_preset()  # asks the name, then hands it to save_as_preset
+
+    def save_as_preset(self, name: str) -> None:
+        """Save the chain (the tool, its options and the added steps) as the service preset ``name``."""
+        steps = self.chain()
+        if self.shared_presets is None or not steps:
+            return
+        problem = self._chain_problem(steps, None)
+        if problem:
+            self.show_message(problem)
+            return
+        titles = [t.title if (t := self.tools.tool(s.tool)) else s.tool for s in steps]
+        self.shared_presets.save(name, steps, " → ".join(titles))
 
     def select_tool(self, tool_id: str) -> bool:
         return self.picker.select(tool_id)
 
     # ---- convert ----
+
+    def entries_to_convert(self) -> tuple[list[FileEntry], list[FileEntry]]:
+        """(files Convert runs on, files from folders it passes by): those the chosen tool, the first
+        step, does not take. Without a tool every file is in play."""
+        entries = self.files_in_play()
+        tool = self.options.tool
+        if tool is None:
+            return entries, []
+        return split_for_tool(entries, tool.accepts, tool.max_input_size_bytes)
 
     def problems(self) -> list[str]:
         """Why Convert cannot run now (empty when it can)."""
@@ -221,17 +340,45 @@ class ConvertPanel(QWidget):
             return found
         if not tool.available:
             found.append(tool.reason or f"{tool.title} is not available.")
-        if entries and not tool.accepts_all(e.format for e in entries):
-            found.append(f"{tool.title} does not take all of these files.")
-        too_big = [e.path.name for e in entries if e.size > tool.max_input_size_bytes]
+        taken, _ = self.entries_to_convert()
+        named = [e for e in entries if e.root is None]
+        if named and not tool.accepts_all(e.format for e in named):
+            found.append(f"{tool.title} does not take all of these files." if len(named) == len(entries)
+                         else f"{tool.title} does not take all of the files named directly.")
+        elif entries and not taken:
+            found.append(f"{tool.title} takes none of the files from these folders.")
+        too_big = [e.path.name for e in taken if e.size > tool.max_input_size_bytes]
         if too_big:
             found.append(f"Too large for {tool.title} (limit {human_size(tool.max_input_size_bytes)}): "
                          + ", ".join(too_big[:3]))
         if not self.options.form.is_valid():
             found.append(self.options.form.problem_text())
+        if self.builder.editors:
+            found.extend(self._builder_problems(taken))
         return found
 
+    def _builder_problems(self, entries: list[FileEntry]) -> list[str]:
+        """What is wrong with the added steps; the chain's problem is also shown under them."""
+        if any(e.tool_id() is None for e in self.builder.editors):
+            text = "No tool takes what the step before makes: remove that step."
+            self.builder.show_problem(text)
+            return [text]
+        if not self.builder.is_complete():
+            self.builder.show_problem("")
+            return ["Check the settings of the added steps."]
+        formats = [e.format for e in entries] if entries else None
+        problem = self._chain_problem(self.chain(), formats, len(entries))
+        self.builder.show_problem(problem or "")
+        return [problem] if problem else []
+
+    def _chain_problem(self, steps: list[StepSpec], formats: list[str | None] | None, count: int = 1) -> str | None:
+        if self.workflows is None:
+            return None
+        return chain_problem(self.workflows.service, steps, formats, count)
+
     def _update_state(self) -> None:
+        if not self.builder.editors:
+            self.builder.show_problem("")
         problems = self.problems()
         self.convert_button.setEnabled(not problems)
         self.convert_button.setToolTip(problems[0] if problems else "Convert (Ctrl+Return)")
@@ -246,28 +393,107 @@ class ConvertPanel(QWidget):
             return None
         tool = self.options.tool
         assert tool is not None
-        entries = self.files_in_play()
-        paths = [e.path for e in entries]
-        groups = [paths] if tool.merges_inputs else [[p] for p in paths]
+        taken, passed = self.entries_to_convert()
+        self._skipped_note = skipped_note(tool, passed)
         self.options.remember()
-        batch = self.controller.submit(groups, tool.id, self.options.params(), self.options.output_format(),
-                                       self.options.output_folder(), self.options.clash_policy(),
-                                       self.prefs.output_template or None)
+        if self.builder.editors and self.workflows is not None:
+            # a step that merges takes every file of a folder: the workflow fans out the steps before it itself
+            merges = any((t := self.tools.tool(s.tool)) is not None and t.merges_inputs for s in self.chain())
+            return self._run_workflows(taken, merges)
+        groups = group_entries(taken, tool.merges_inputs)
+        batch = self.controller.submit([g.paths for g in groups], tool.id, self.options.params(),
+                                       self.options.output_format(), self.options.output_folder(),
+                                       self.options.clash_policy(), self.prefs.output_template or None,
+                                       subfolders=[g.subfolder for g in groups])
         self._batch = (batch, tool.title)
         count = len(groups)
-        self.show_message(f"{tool.title}: {count} job{'s' * (count != 1)} queued.")
+        self._start_progress(ProgressTracker(batch, count))
+        self.show_message(f"{tool.title}: {count} job{'s' * (count != 1)} queued.", batch=True)
         self.batch_started.emit(batch, count)
         return batch
 
-    def show_message(self, text: str) -> None:
+    def _run_workflows(self, entries: list[FileEntry], merges: bool) -> str:
+        assert self.workflows is not None
+        steps = self.chain()
+        groups = group_entries(entries, merges)
+        batch = self.workflows.run([g.paths for g in groups], steps, self.options.output_folder(),
+                                   self.options.clash_policy(), self.prefs.output_template or None,
+                                   subfolders=[g.subfolder for g in groups])
+        title = self.picker.current_preset or " → ".join(
+            t.title if (t := self.tools.tool(s.tool)) else s.tool for s in steps)
+        count = len(groups)
+        self._flow = FlowBatch(batch, title, count)
+        self._start_progress(ProgressTracker(batch, count, workflows=True))
+        self.show_message(f"{title}: {count} workflow{'s' * (count != 1)} started.", batch=True)
+        self.batch_started.emit(batch, count)
+        return batch
+
+    def _flows_submitted(self, batch: str, workflow_ids: list[str]) -> None:
+        if self._flow is not None and batch == self._flow.batch:
+            self._flow.count = len(workflow_ids)  # the others could not start (and said why)
+        if self._progress is not None and self._progress.batch == batch:
+            self._progress.started(workflow_ids)
+            self._show_progress()
+
+    def _flow_finished(self, end: WorkflowEnd) -> None:
+        if self._progress is not None and self._progress.batch == end.batch:
+            self._progress.ended(end.workflow_id, end.status)
+            self._show_progress()
+        if self._flow is not None and end.batch == self._flow.batch:
+            text = self._flow.add(end)
+            if text:
+                self.show_message(text, batch=True)
+
+    def show_message(self, text: str, batch: bool = False) -> None:
+        """Show ``text``; ``batch``: it is about the last Convert, so the files it passed by are named too."""
+        if batch and self._skipped_note:
+            text = f"{text} {self._skipped_note}"
         self.message.setText(text)
 
     def _submitted(self, batch: str, job_ids: list[str]) -> None:
         if self._batch is not None and batch == self._batch[0]:
             self._batches.add(batch, job_ids)
+        if self._progress is not None and self._progress.batch == batch and not self._progress.workflows:
+            self._progress.started(job_ids)
+            self._show_progress()
 
     def _jobs_changed(self, rows: list[JobRow]) -> None:
+        if self._progress is not None:
+            self._progress.update(rows)
+            self._show_progress()
         for summary in self._batches.update({r.id: r.status for r in rows}):
             if self._batch is not None and summary.batch == self._batch[0]:
                 text = summary.message
-                self.show_message(f"{self._batch[1]}: {text[:1].lower()}{text[1:]}")
+                self.show_message(f"{self._batch[1]}: {text[:1].lower()}{text[1:]}", batch=True)
+
+    # ---- the progress bar ----
+
+    def _start_progress(self, tracker: ProgressTracker) -> None:
+        self._progress = tracker
+        self.progress_bar.setVisible(True)
+        self.progress_label.setVisible(True)
+        self._show_progress()
+
+    def _show_progress(self) -> None:
+        if self._progress is None:
+            return
+        progress = self._progress.progress
+        self.progress_bar.setValue(progress.percent)
+        self.progress_bar.setFormat("Done" if progress.finished else "%p%")
+        self.progress_label.setText(progress.text)
+
+    def _hide_finished_progress(self) -> None:
+        """The finished rows were cleared: a finished Convert's bar goes with them."""
+        if self._progress is not None and self._progress.progress.finished:
+            self._progress = None
+            self.progress_bar.setVisible(False)
+            self.progress_label.setVisible(False)
+
+
+def skipped_note(tool: ToolInfo, passed: list[FileEntry]) -> str:
+    """``Skipped 3 files Image to WebP does not take: notes.txt, sub/readme.md, …`` (empty: none)."""
+    if not passed:
+        return ""
+    names = ", ".join(e.label for e in passed[:3]) + (", …" if len(passed) > 3 else "")
+    count = len(passed)
+    return f"Skipped {count} file{'s' * (count != 1)} {tool.title} does not take: {names}."

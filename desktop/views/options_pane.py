@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.controllers.presets import PresetsController
 from desktop.models.tools import ToolInfo, format_label
 from desktop.store import CLASH_POLICIES, Prefs, PresetStore
 from desktop.views.field_editors import guard_wheel
@@ -31,6 +32,7 @@ from desktop.views.params_form import ParamsForm
 
 CLASH_LABELS = {"rename": "Keep both (rename the new file)", "overwrite": "Overwrite", "skip": "Skip"}
 NO_PRESET = "(last used)"
+LEGACY = "legacy:"  # the key of a named preset still only in presets.json
 AskText = Callable[[str, str], "str | None"]
 ChooseFolder = Callable[[str], "str | None"]
 
@@ -57,10 +59,16 @@ class OptionsPane(QWidget):
     def __init__(self, presets: PresetStore, prefs: Prefs, save_prefs: Callable[[], None],
                  ask_text: AskText | None = None, choose_folder: ChooseFolder | None = None,
                  check_params: Callable[[str, dict[str, Any]], dict[str, str]] | None = None,
+                 shared: PresetsController | None = None, save_handler: Callable[[str], None] | None = None,
                  parent: QWidget | None = None) -> None:
+        """``presets`` keeps each tool's last choice, and the named presets of earlier versions.
+        ``shared``: the service's presets; with it, this tool's one-step presets are offered, and
+        Save hands the name to ``save_handler`` (the Convert page saves the whole chain of steps)."""
         super().__init__(parent)
         self._check_params = check_params
         self.presets = presets
+        self.shared = shared
+        self._save_handler = save_handler
         self.prefs = prefs
         self._save_prefs = save_prefs
         self._ask_text = ask_text or ask_text_dialog(self)
@@ -71,7 +79,7 @@ class OptionsPane(QWidget):
         self.format_combo.setAccessibleName("Output format")
         self.preset_combo = QComboBox()
         self.preset_combo.setAccessibleName("Preset")
-        self.save_preset_button = QPushButton("Save…")
+        self.save_preset_button = QPushButton("Save as preset…" if shared is not None else "Save…")
         self.save_preset_button.setToolTip("Save these settings as a named preset")
         self.delete_preset_button = QPushButton("Delete")
         self.delete_preset_button.setToolTip("Delete the chosen preset")
@@ -94,6 +102,7 @@ class OptionsPane(QWidget):
         preset_label.setBuddy(self.preset_combo)
         top.addRow(preset_label, preset_row)
         params_box = QGroupBox("Settings")
+        self.settings_box = params_box
         params_layout = QVBoxLayout(params_box)
         params_layout.addLayout(top)
         params_layout.addWidget(scroll, 1)
@@ -127,6 +136,7 @@ class OptionsPane(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(params_box, 1)
         layout.addWidget(output_box)
+        self._layout = layout
 
         self.preset_combo.activated.connect(self._apply_preset)
         self.save_preset_button.clicked.connect(self.save_preset)
@@ -138,9 +148,16 @@ class OptionsPane(QWidget):
         self.next_to_input.toggled.connect(self._output_changed)
         self.clash_combo.currentIndexChanged.connect(self._output_changed)
         self.form.validity_changed.connect(self.validity_changed)
+        if shared is not None:
+            shared.changed.connect(lambda: self._refresh_presets(select=self.preset_combo.currentData()))
+            shared.saved.connect(lambda name: self._refresh_presets(select=name))
         for combo in (self.format_combo, self.preset_combo, self.clash_combo):
             guard_wheel(combo)  # the wheel scrolls the pane, not the choice under the pointer
         self.set_tool(None)
+
+    def add_below_settings(self, widget: QWidget) -> None:
+        """Show ``widget`` (the steps after this tool) between the settings and the output choices."""
+        self._layout.insertWidget(1, widget)
 
     # ---- the tool ----
 
@@ -183,23 +200,55 @@ class OptionsPane(QWidget):
 
     # ---- presets ----
 
+    def _listed_presets(self) -> list[tuple[str, str]]:
+        """(label, key) of the presets offered for the tool: the service's one-step presets for it, and
+        the named presets of ``presets.json`` (keyed ``legacy:<name>``) until they are imported."""
+        if self.tool is None:
+            return []
+        if self.shared is None:
+            return [(name, name) for name in self.presets.names(self.tool.id)]
+        listed = [(f"{p.name} (built-in)" if p.builtin else p.name, p.name) for p in self.shared.for_tool(self.tool.id)]
+        if not self.presets.imported():
+            listed.extend((name, f"{LEGACY}{name}") for name in self.presets.names(self.tool.id))
+        return listed
+
+    def _chosen(self, key: str | None) -> dict[str, Any]:
+        """``{"params", "outputFormat"}`` of the preset ``key`` (``None``: the last choice)."""
+        assert self.tool is not None
+        if not key:
+            return self.presets.last(self.tool.id) or {}
+        if self.shared is None or key.startswith(LEGACY):
+            return self.presets.get(self.tool.id, key.removeprefix(LEGACY) if self.shared else key) or {}
+        preset = self.shared.get(key)
+        if preset is None or not preset.steps:
+            return {}
+        return {"params": preset.steps[0].params, "outputFormat": preset.steps[0].output_format}
+
+    def _deletable(self, key: str | None) -> bool:
+        if not key:
+            return False
+        preset = self.shared.get(key) if self.shared is not None and not key.startswith(LEGACY) else None
+        return preset is None or not preset.builtin
+
     def _refresh_presets(self, select: str | None = None) -> None:
         self.preset_combo.clear()
         self.preset_combo.addItem(NO_PRESET, None)
-        if self.tool is not None:
-            for name in self.presets.names(self.tool.id):
-                self.preset_combo.addItem(name, name)
+        for label, key in self._listed_presets():
+            self.preset_combo.addItem(label, key)
         index = self.preset_combo.findData(select) if select else 0
         self.preset_combo.setCurrentIndex(max(index, 0))
-        self.delete_preset_button.setEnabled(self.tool is not None and self.preset_combo.currentIndex() > 0)
+        self.delete_preset_button.setEnabled(self.tool is not None and self._deletable(
+            self.preset_combo.currentData()))
 
     def _apply_preset(self, index: int) -> None:
-        self.delete_preset_button.setEnabled(index > 0)
+        key = self.preset_combo.itemData(index)
+        self.delete_preset_button.setEnabled(self._deletable(key))
         if self.tool is None:
             return
-        name = self.preset_combo.itemData(index)
-        chosen = self.presets.get(self.tool.id, name) if name else self.presets.last(self.tool.id)
-        chosen = chosen or {}
+        self.show_choice(self._chosen(key))
+
+    def show_choice(self, chosen: dict[str, Any]) -> None:
+        """Show ``{"params", "outputFormat"}`` (a preset's first step) in the form."""
         self.form.set_values(chosen.get("params") or {})
         self._set_format(chosen.get("outputFormat"))
 
@@ -207,15 +256,23 @@ class OptionsPane(QWidget):
         if self.tool is None:
             return
         name = self._ask_text("Save preset", f"Name for these {self.tool.title} settings:")
-        if name:
-            self.presets.save(self.tool.id, name, self.params(), self.output_format())
-            self._refresh_presets(select=name.strip())
+        if not name:
+            return
+        if self._save_handler is not None:
+            self._save_handler(name.strip())  # the list follows once the preset is saved
+            return
+        self.presets.save(self.tool.id, name, self.params(), self.output_format())
+        self._refresh_presets(select=name.strip())
 
     def delete_preset(self) -> None:
-        name = self.preset_combo.currentData()
-        if self.tool is not None and name:
-            self.presets.delete(self.tool.id, name)
+        key = self.preset_combo.currentData()
+        if self.tool is None or not key or not self._deletable(key):
+            return
+        if self.shared is None or key.startswith(LEGACY):
+            self.presets.delete(self.tool.id, key.removeprefix(LEGACY) if self.shared else key)
             self._refresh_presets()
+        else:
+            self.shared.delete(key)  # the list follows once it is gone
 
     # ---- output ----
 

@@ -1,20 +1,22 @@
-"""The tool picker: a search box over the tools grouped by category."""
+"""The tool picker: a search box over the tools grouped by category, and the presets above them."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtWidgets import QAbstractItemView, QLabel, QLineEdit, QTreeView, QVBoxLayout, QWidget
 
-from desktop.models.tools import ToolIdRole, ToolTreeModel
+from desktop.models.tools import PresetNameRole, ToolIdRole, ToolTreeModel
 
 
 class ToolPicker(QWidget):
     tool_changed = Signal(object)  # tool id or None
+    preset_chosen = Signal(str)  # a preset's name (its steps then fill the options)
 
     def __init__(self, model: ToolTreeModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.model = model
         self.current_id: str | None = None
+        self.current_preset: str | None = None
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search tools…")
         self.search.setClearButtonEnabled(True)
@@ -56,27 +58,54 @@ class ToolPicker(QWidget):
             self.tree.scrollTo(index)
         else:
             self.tree.clearSelection()
+            self.current_preset = None
             self._set_current(None)
         return True
 
-    def _index_of(self, tool_id: str | None) -> QModelIndex:
+    def select_preset(self, name: str) -> bool:
+        """Choose the preset ``name`` if it is listed (and usable); returns whether it is."""
+        index = self._index_of(name, PresetNameRole)
+        if not index.isValid():
+            return False
+        self.tree.setCurrentIndex(index)
+        self.tree.scrollTo(index)
+        return True
+
+    def _index_of(self, value: str | None, role: int = ToolIdRole) -> QModelIndex:
         for r in range(self.model.rowCount()):
             parent = self.model.index(r, 0)
             for c in range(self.model.rowCount(parent)):
                 child = self.model.index(c, 0, parent)
-                if child.data(ToolIdRole) == tool_id and child.flags() & Qt.ItemFlag.ItemIsEnabled:
+                if child.data(role) == value and child.flags() & Qt.ItemFlag.ItemIsEnabled:
                     return child
         return QModelIndex()
 
     def _after_filter(self) -> None:
         self.tree.expandAll()
+        if self.current_preset is not None:
+            if not self._index_of(self.current_preset, PresetNameRole).isValid():
+                self.current_preset = None
+                self._set_current(None)
+            else:
+                self.select_preset(self.current_preset)
+            return
         keep = self.current_id
         if keep is not None and not self.select(keep):
             self._set_current(None)
 
     def _on_current(self, current: QModelIndex, previous: QModelIndex) -> None:
+        preset = current.data(PresetNameRole) if current.isValid() else None
+        if preset is not None:
+            if preset != self.current_preset:
+                self.current_preset = preset
+                self.current_id = None  # a tool chosen next is a change, even the preset's own first tool
+                tip = current.data(Qt.ItemDataRole.ToolTipRole)
+                self.description.setText(str(tip or ""))
+                self.preset_chosen.emit(preset)
+            return
         tool_id = current.data(ToolIdRole) if current.isValid() else None
         if tool_id is not None:
+            self.current_preset = None
             self._set_current(tool_id)
 
     def _set_current(self, tool_id: str | None) -> None:

@@ -161,3 +161,18 @@ def test_an_unknown_tool_or_preset_or_both_given_is_exit_2(tmp_path: Path) -> No
         assert result.returncode == 2, (args, result.stderr)
         assert result.stderr.strip(), args
     assert not (tmp_path / "out").exists()
+
+
+def test_a_preset_whose_later_step_merges_makes_one_output_of_the_files_named(tmp_path: Path) -> None:
+    """JPG each photo, then one PDF of them all: as in the desktop, a merging step takes every file."""
+    import pymupdf
+
+    data = tmp_path / "data"
+    run_cli(data, "presets", "import", str(presets_file(tmp_path / "p.json", ("Photos to PDF", [
+        {"tool": "image-convert", "outputFormat": "jpg"}, {"tool": "image-to-pdf"}]))))
+    photos = [write_png(tmp_path / f"{name}.png") for name in ("first", "second", "third")]
+    out = tmp_path / "out"
+    proc = cli(data, "convert", *map(str, photos), "--preset", "Photos to PDF", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    made = sorted(out.iterdir())
+    assert [p.suffix for p in made] == [".pdf"] and pymupdf.open(made[0]).page_count == 3

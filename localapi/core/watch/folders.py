@@ -58,6 +58,7 @@ class WatchFolders:
         folder = WatchFolder.from_row(row)
         if folder.id in self.running:  # changed while it runs: run it as it is now
             self._stop(folder.id)
+        if self._started:  # watchers run here: a new (or changed) folder runs at once
             self.start([folder.id])
         return folder
 
