@@ -79,3 +79,36 @@ def test_the_key_stream_carries_the_workflow_end(client: httpx.Client) -> None:
     assert ends and ends[0]["id"] == workflow["id"] and ends[0]["progress"] == 100
     job_events = [data for event, data in seen if event == "job.done"]
     assert {j["workflowId"] for j in job_events} == {workflow["id"]} and len(job_events) == 2
+
+
+def read_stream(client: httpx.Client, url: str, headers: dict[str, str] | None = None) -> list[tuple[str, str, dict]]:
+    """(id, event, data) of each event until the stream ends."""
+    seen: list[tuple[str, str, dict]] = []
+    with client.stream("GET", url, headers=headers or {}, timeout=60) as r:
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+        event_id = event = ""
+        for line in r.iter_lines():
+            if line.startswith("id: "):
+                event_id = line[4:]
+            elif line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: "):
+                seen.append((event_id, event, json.loads(line[6:])))
+    return seen
+
+
+def test_a_workflows_stream_has_its_jobs_then_its_end(client: httpx.Client) -> None:
+    workflow = start(client)
+    seen = read_stream(client, f"/workflows/{workflow['id']}/events")
+    events = [event for _, event, _ in seen]
+    assert events[-1] == "workflow.done" and events.count("workflow.done") == 1
+    assert events.count("job.done") == 2  # one job per step here
+    assert all(data["workflowId"] == workflow["id"] for _, event, data in seen if event.startswith("job."))
+    assert seen[-1][2]["status"] == "DONE" and seen[-1][2]["progress"] == 100
+    # ended already: its end at once; resumed after the first job's end: everything after it, in order
+    assert [e for _, e, _ in read_stream(client, f"/workflows/{workflow['id']}/events")] == ["workflow.done"]
+    first_done = next(i for i, (_, e, _) in enumerate(seen) if e == "job.done")
+    resumed = read_stream(client, f"/workflows/{workflow['id']}/events",
+                          {"Last-Event-ID": seen[first_done][0]})
+    changes = [e for e in events[first_done + 1:] if e != "job.progress"]  # progress is coalesced per stream
+    assert [e for _, e, _ in resumed if e != "job.progress"] == changes

@@ -122,22 +122,33 @@ def _made_event(seq: int | None, event_type: str, subject: Job | Workflow, creat
 
 
 class Listener:
-    """An asyncio queue of the events of one job, or of every job of one key (``job_id=None``)."""
+    """An asyncio queue of the events of one job (or one workflow's end), of one workflow's jobs and its
+    end (``workflow_id``), or of every job and workflow of one key."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, job_id: str | None, key_id: str | None,
-                 types: frozenset[str]) -> None:
+                 types: frozenset[str], workflow_id: str | None = None) -> None:
         self.loop = loop
         self.job_id = job_id
         self.key_id = key_id
+        self.workflow_id = workflow_id
         self.types = types
         self.queue: asyncio.Queue[JobEvent] = asyncio.Queue()
 
     def wants(self, event: JobEvent) -> bool:
         if event.type not in self.types:
             return False
+        if self.workflow_id is not None:
+            return of_workflow(event, self.workflow_id)
         if self.job_id is not None:
             return event.subject_id == self.job_id
         return event.key_id == self.key_id
+
+
+def of_workflow(event: JobEvent, workflow_id: str) -> bool:
+    """A change of one of the workflow's jobs, or the workflow's own end."""
+    if event.workflow is not None:
+        return event.subject_id == workflow_id
+    return event.job.workflow_id == workflow_id
 
 
 class EventFeed:
@@ -212,9 +223,9 @@ class EventFeed:
         return JobEvent.from_row(row) if row is not None else None
 
     def listen(self, job_id: str | None = None, key_id: str | None = None,
-               types: frozenset[str] = STREAMED_TYPES) -> Listener:
+               types: frozenset[str] = STREAMED_TYPES, workflow_id: str | None = None) -> Listener:
         """Start receiving live events on the running asyncio loop; pair with :meth:`unlisten`."""
-        listener = Listener(asyncio.get_running_loop(), job_id, key_id, types)
+        listener = Listener(asyncio.get_running_loop(), job_id, key_id, types, workflow_id)
         with self._lock:
             self._listeners.add(listener)
         return listener

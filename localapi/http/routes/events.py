@@ -1,4 +1,5 @@
-"""Server-sent events: a job's changes as they happen, or every job of the calling key.
+"""Server-sent events: a job's changes as they happen, a workflow's jobs and its end, or every job and
+workflow of the calling key.
 
 Each event has ``id:`` (its place in the feed, for ``Last-Event-ID``), ``event:`` (``job.queued``,
 ``job.processing``, ``job.progress``, ``job.done``, ``job.failed``, ``job.canceled``) and the Job as
@@ -11,17 +12,26 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Request
+from fastapi import APIRouter, Header, Path, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from localapi.core.jobs import Caller
-from localapi.core.jobs.events import PROGRESS, STREAMED_TYPES, TYPE_OF_STATUS, JobEvent, Listener
+from localapi.core.jobs.events import (
+    PROGRESS,
+    STREAMED_TYPES,
+    TYPE_OF_STATUS,
+    WORKFLOW_TYPES,
+    JobEvent,
+    Listener,
+    of_workflow,
+)
 from localapi.core.service import Service
-from localapi.http.deps import JobDep, KeyDep, ServiceDep
+from localapi.core.workflows.service import WORKFLOW_TYPE_OF_STATUS
+from localapi.http.deps import CallerDep, JobDep, KeyDep, ServiceDep
 from localapi.http.problems import problems
 from localapi.http.schemas import JobOut, WorkflowOut
 
@@ -51,8 +61,8 @@ def last_seq(header: str | None) -> int | None:
 
 
 async def stream(service: Service, listener: Listener, backlog: list[JobEvent], request: Request,
-                 until_terminal: bool) -> AsyncIterator[bytes]:
-    """Send ``backlog``, then live events, coalescing progress; stop after a terminal one when asked."""
+                 until: Callable[[JobEvent], bool] | None) -> AsyncIterator[bytes]:
+    """Send ``backlog``, then live events, coalescing progress; stop after the event ``until`` says is the last."""
     sent = 0  # the newest event sent: live events the backlog already had are skipped
     last_progress: dict[str, float] = {}
     held: dict[str, JobEvent] = {}  # the newest progress of a job, waiting for its turn
@@ -72,7 +82,7 @@ async def stream(service: Service, listener: Listener, backlog: list[JobEvent], 
                     last_progress[job_id] = time.monotonic()
                 sent = max(sent, event.seq)
                 yield frame(event)
-                if until_terminal and event.terminal:
+                if until is not None and until(event):
                     return
             pending = []
             timeout = KEEP_ALIVE_SECONDS if not held else PROGRESS_INTERVAL
@@ -107,7 +117,39 @@ async def job_events(job: JobDep, service: ServiceDep, request: Request,
         backlog = [e for e in backlog if e.type in STREAMED_TYPES]
     else:
         backlog = [await run_in_threadpool(_now_event, service, job.id)]
-    return StreamingResponse(stream(service, listener, backlog, request, until_terminal=True),
+    return StreamingResponse(stream(service, listener, backlog, request, until=ends_job),
+                             media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+def ends_job(event: JobEvent) -> bool:
+    return event.terminal
+
+
+def ends_workflow(event: JobEvent) -> bool:
+    return event.type in WORKFLOW_TYPES
+
+
+@router.get("/workflows/{id}/events", response_class=StreamingResponse,
+            responses={**EVENT_STREAM, **problems(401, 404, 429)})
+async def workflow_events(id: Annotated[str, Path(description="The workflow id", max_length=100)],
+                          service: ServiceDep, caller: CallerDep, request: Request,
+                          last_event_id: LastEventId = None) -> StreamingResponse:
+    """The changes of this workflow's jobs (each step's, as they are made) and, last, its end:
+    ``workflow.done``, ``workflow.failed`` or ``workflow.canceled`` with the Workflow as ``data``. A
+    workflow that has ended already gives its end at once. ``Last-Event-ID`` resumes as for jobs."""
+    workflow = service.workflows.get(id, caller)
+    listener = service.events.listen(workflow_id=workflow.id)
+    after = last_seq(last_event_id)
+    backlog: list[JobEvent] = []
+    if after is not None:
+        backlog = [e for e in await run_in_threadpool(service.events.since, after, key_id=workflow.key_id)
+                   if e.type in STREAMED_TYPES and of_workflow(e, workflow.id)]
+    current = service.workflows.get(id, caller)
+    if current.status.finished and not any(ends_workflow(e) for e in backlog):
+        latest = service.events.latest(current.id)  # its end as the feed recorded it, while kept
+        backlog.append(latest if latest is not None and ends_workflow(latest) else JobEvent(
+            seq=0, type=WORKFLOW_TYPE_OF_STATUS[current.status], subject=current, created_at=current.updated_at))
+    return StreamingResponse(stream(service, listener, backlog, request, until=ends_workflow),
                              media_type="text/event-stream", headers=SSE_HEADERS)
 
 
@@ -133,5 +175,5 @@ async def key_events(service: ServiceDep, key: KeyDep, request: Request,
     if after is not None:
         backlog = [e for e in await run_in_threadpool(service.events.since, after, key_id=key.id)
                    if e.type in STREAMED_TYPES]
-    return StreamingResponse(stream(service, listener, backlog, request, until_terminal=False),
+    return StreamingResponse(stream(service, listener, backlog, request, until=None),
                              media_type="text/event-stream", headers=SSE_HEADERS)
