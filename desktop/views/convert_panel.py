@@ -22,14 +22,13 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QProgressBar,
     QPushButton,
     QSplitter,
     QVBoxLayout,
     QWidget,
 )
 
-from desktop.controllers.batches import BatchTracker, ProgressTracker
+from desktop.controllers.batches import BatchTracker
 from desktop.controllers.jobs import JobsController
 from desktop.controllers.presets import PresetsController, chain_problem
 from desktop.controllers.workflows import FlowBatch, WorkflowEnd, WorkflowsController
@@ -37,6 +36,7 @@ from desktop.models.files import FileEntry, FileListModel, group_entries, human_
 from desktop.models.jobs import JobRow
 from desktop.models.tools import ToolInfo, ToolTreeModel
 from desktop.store import Prefs, PresetStore
+from desktop.views.batch_progress import BatchProgress
 from desktop.views.drop_zone import DropZone, FileListView
 from desktop.views.options_pane import AskText, ChooseFolder, OptionsPane
 from desktop.views.tool_picker import ToolPicker
@@ -72,7 +72,6 @@ class ConvertPanel(QWidget):
         self._choose_input_folder = choose_input_folder or self._folder_dialog
         self._batch: tuple[str, str] | None = None  # the last Convert's batch id and tool title
         self._batches = BatchTracker()
-        self._progress: ProgressTracker | None = None  # the last Convert's, for the bar under Convert
         self._skipped_note = ""  # the last Convert's files from folders that its tool does not take
 
         self.drop_zone = DropZone()
@@ -116,13 +115,7 @@ class ConvertPanel(QWidget):
         self.reason_label = QLabel()  # why Convert is disabled, in words beside the button
         self.reason_label.setObjectName("convertReason")
         self.reason_label.setWordWrap(True)
-        self.progress_bar = QProgressBar()  # the last Convert as a whole; each file's status is in the jobs list
-        self.progress_bar.setRange(0, 100)
-        self.progress_bar.setAccessibleName("Progress of the last Convert")
-        self.progress_label = QLabel()
-        self.progress_label.setObjectName("convertProgress")
-        self.progress_bar.setVisible(False)
-        self.progress_label.setVisible(False)
+        self.progress = BatchProgress()  # the last Convert as a whole; each file's status is in the jobs list
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(0, 0, 0, 0)
@@ -131,8 +124,7 @@ class ConvertPanel(QWidget):
         right_layout.addWidget(self.message)
         right_layout.addWidget(self.reason_label)
         right_layout.addWidget(self.convert_button)
-        right_layout.addWidget(self.progress_bar)
-        right_layout.addWidget(self.progress_label)
+        right_layout.addWidget(self.progress)
 
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(left)
@@ -158,7 +150,7 @@ class ConvertPanel(QWidget):
         controller.submitted.connect(self._submitted)
         controller.snapshot.connect(self._jobs_changed)
         controller.cleared.connect(lambda: self.show_message(""))
-        controller.cleared.connect(self._hide_finished_progress)
+        controller.cleared.connect(self.progress.hide_if_finished)
         self.filter_edit.editingFinished.connect(self._filter_changed)
         files.files_changed.connect(self._files_changed)
         files.loading_changed.connect(lambda _: self._update_state())
@@ -407,7 +399,7 @@ class ConvertPanel(QWidget):
                                        subfolders=[g.subfolder for g in groups])
         self._batch = (batch, tool.title)
         count = len(groups)
-        self._start_progress(ProgressTracker(batch, count))
+        self.progress.follow(batch, count)
         self.show_message(f"{tool.title}: {count} job{'s' * (count != 1)} queued.", batch=True)
         self.batch_started.emit(batch, count)
         return batch
@@ -423,7 +415,7 @@ class ConvertPanel(QWidget):
             t.title if (t := self.tools.tool(s.tool)) else s.tool for s in steps)
         count = len(groups)
         self._flow = FlowBatch(batch, title, count)
-        self._start_progress(ProgressTracker(batch, count, workflows=True))
+        self.progress.follow(batch, count, workflows=True)
         self.show_message(f"{title}: {count} workflow{'s' * (count != 1)} started.", batch=True)
         self.batch_started.emit(batch, count)
         return batch
@@ -431,14 +423,10 @@ class ConvertPanel(QWidget):
     def _flows_submitted(self, batch: str, workflow_ids: list[str]) -> None:
         if self._flow is not None and batch == self._flow.batch:
             self._flow.count = len(workflow_ids)  # the others could not start (and said why)
-        if self._progress is not None and self._progress.batch == batch:
-            self._progress.started(workflow_ids)
-            self._show_progress()
+        self.progress.started(batch, workflow_ids, workflows=True)
 
     def _flow_finished(self, end: WorkflowEnd) -> None:
-        if self._progress is not None and self._progress.batch == end.batch:
-            self._progress.ended(end.workflow_id, end.status)
-            self._show_progress()
+        self.progress.ended(end.batch, end.workflow_id, end.status)
         if self._flow is not None and end.batch == self._flow.batch:
             text = self._flow.add(end)
             if text:
@@ -453,41 +441,14 @@ class ConvertPanel(QWidget):
     def _submitted(self, batch: str, job_ids: list[str]) -> None:
         if self._batch is not None and batch == self._batch[0]:
             self._batches.add(batch, job_ids)
-        if self._progress is not None and self._progress.batch == batch and not self._progress.workflows:
-            self._progress.started(job_ids)
-            self._show_progress()
+        self.progress.started(batch, job_ids, workflows=False)
 
     def _jobs_changed(self, rows: list[JobRow]) -> None:
-        if self._progress is not None:
-            self._progress.update(rows)
-            self._show_progress()
+        self.progress.jobs_changed(rows)
         for summary in self._batches.update({r.id: r.status for r in rows}):
             if self._batch is not None and summary.batch == self._batch[0]:
                 text = summary.message
                 self.show_message(f"{self._batch[1]}: {text[:1].lower()}{text[1:]}", batch=True)
-
-    # ---- the progress bar ----
-
-    def _start_progress(self, tracker: ProgressTracker) -> None:
-        self._progress = tracker
-        self.progress_bar.setVisible(True)
-        self.progress_label.setVisible(True)
-        self._show_progress()
-
-    def _show_progress(self) -> None:
-        if self._progress is None:
-            return
-        progress = self._progress.progress
-        self.progress_bar.setValue(progress.percent)
-        self.progress_bar.setFormat("Done" if progress.finished else "%p%")
-        self.progress_label.setText(progress.text)
-
-    def _hide_finished_progress(self) -> None:
-        """The finished rows were cleared: a finished Convert's bar goes with them."""
-        if self._progress is not None and self._progress.progress.finished:
-            self._progress = None
-            self.progress_bar.setVisible(False)
-            self.progress_label.setVisible(False)
 
 
 def skipped_note(tool: ToolInfo, passed: list[FileEntry]) -> str:

@@ -53,10 +53,10 @@ def test_a_folder_converted_to_webp_keeps_its_tree_and_passes_by_the_text_file(
     assert panel.convert_button.isEnabled(), panel.problems()
     assert panel.convert() is not None
     assert "Skipped 1 file Convert image does not take: notes.txt." in panel.message.text()
-    assert panel.progress_bar.isVisible()
+    assert panel.progress.bar.isVisible()
 
-    wait_for(qtbot, lambda: panel.progress_label.text() == "3 of 3 done", timeout=90)
-    assert panel.progress_bar.value() == 100
+    wait_for(qtbot, lambda: panel.progress.label.text() == "3 of 3 done", timeout=90)
+    assert panel.progress.bar.value() == 100
     found = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     assert found == ["a.webp", "sub/b.webp", "sub/deeper/c.webp"]
     for path in out.rglob("*.webp"):
@@ -77,7 +77,7 @@ def test_a_merging_tool_makes_one_pdf_per_subfolder(qtbot: QtBot, window: MainWi
     assert panel.convert_button.isEnabled(), panel.problems()
     panel.convert()
     assert "Skipped 1 file Images to PDF does not take: notes.txt." in panel.message.text()
-    wait_for(qtbot, lambda: panel.progress_label.text() == "3 of 3 done", timeout=90)
+    wait_for(qtbot, lambda: panel.progress.label.text() == "3 of 3 done", timeout=90)
     pages = {}
     for path in out.rglob("*.pdf"):
         with pymupdf.open(path) as doc:
@@ -99,8 +99,8 @@ def test_a_workflow_whose_step_merges_makes_one_result_per_subfolder(
     assert panel.convert_button.isEnabled(), panel.problems()
     panel.convert()
     assert "notes.txt" in panel.message.text()
-    wait_for(qtbot, lambda: panel.progress_label.text() == "3 of 3 done", timeout=120)
-    assert panel.progress_bar.value() == 100
+    wait_for(qtbot, lambda: panel.progress.label.text() == "3 of 3 done", timeout=120)
+    assert panel.progress.bar.value() == 100
     pages = {}
     for path in out.rglob("*.pdf"):
         with pymupdf.open(path) as doc:
