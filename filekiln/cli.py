@@ -157,7 +157,8 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     service = open_service(settings)
     if settings.workers > 0:  # --workers 0: API only, with `filekiln worker` processes doing the jobs
         service.start_workers()
-    config = uvicorn_config(service, log_level=settings.log_level, access_log=True, timeout_graceful_shutdown=5)
+    config = uvicorn_config(service, log_level=settings.log_level, access_log=settings.access_log,
+                            timeout_graceful_shutdown=5)
     server = uvicorn.Server(config)
     print(f"FileKiln {__version__} serving {settings.base_url} (data in {settings.data_dir})", flush=True)
     # uvicorn handles SIGINT/SIGTERM, then raises the signal again once it has stopped; with this

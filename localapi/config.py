@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import os
 import tomllib
@@ -23,6 +24,7 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("FileKiln", appauthor=False))
 
 
+@functools.lru_cache(maxsize=256)
 def is_loopback_host(host: str) -> bool:
     host = host.strip("[]")
     if host == "localhost":
@@ -57,6 +59,7 @@ class Settings:
     purge_interval_seconds: float = 600.0
     poll_interval_seconds: float = 0.05
     log_level: str = "info"
+    access_log: bool = False  # a line per request (redacted) in the log; off by default, as its cost is per request
     # tool-related settings (llm_provider, libreoffice_path ...): every other key of settings.toml
     tools: Mapping[str, Any] = field(default_factory=dict)
     # per-tool timeout overrides in seconds, e.g. {"video-convert": 7200}

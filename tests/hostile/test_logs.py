@@ -3,9 +3,22 @@ passed in a query string."""
 
 from __future__ import annotations
 
-import httpx
+from collections.abc import Iterator
+from pathlib import Path
 
-from tests.conftest import Server, png_bytes, upload, wait_job
+import httpx
+import pytest
+
+from tests.conftest import Server, png_bytes, start_server, upload, wait_job, write_settings
+
+
+@pytest.fixture
+def server(data_dir: Path, tmp_path: Path) -> Iterator[Server]:
+    """A server that logs every request (access_log), which it does not by default."""
+    write_settings(data_dir, access_log=True)
+    srv = start_server(data_dir, tmp_path / "server.log")
+    yield srv
+    srv.stop()
 
 
 def test_logs_keep_no_signed_link_nor_query_secret(server: Server, client: httpx.Client) -> None:

@@ -15,7 +15,6 @@ plain callables (the webhook outbox).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import logging
 import sqlite3
@@ -102,8 +101,9 @@ def append(conn: sqlite3.Connection, job_id: str, event_type: str) -> None:
         return
     job = Job.from_row(row)
     created = now()
+    # vars(): the row's fields as they are (strings, numbers, lists of ids, params); asdict would deep-copy them
     cursor = conn.execute("insert into job_events (job_id, key_id, type, job, created_at) values (?, ?, ?, ?, ?)",
-                          (job.id, job.key_id, event_type, json.dumps(dataclasses.asdict(job)), created))
+                          (job.id, job.key_id, event_type, json.dumps(vars(job)), created))
     _made_event(cursor.lastrowid, event_type, job, created)
 
 
