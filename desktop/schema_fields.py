@@ -83,6 +83,13 @@ class FieldSpec:
         return None
 
 
+def label_of(name: str, prop: dict[str, Any]) -> str:
+    """The field's ``title`` when the tool gave one (``preset`` -> "Encoding speed"); otherwise its
+    name in words. pydantic titles every field ``name.title()``: such a title says nothing more."""
+    title = str(prop.get("title") or "")
+    return title if title and title != name.title().replace("_", " ") else humanize_name(name)
+
+
 def is_pages_field(name: str, schema: dict[str, Any]) -> bool:
     return name.lower().endswith("pages") or name.lower() == "pages"
 
@@ -153,7 +160,7 @@ def _field(name: str, prop: dict[str, Any], required: bool) -> FieldSpec:
         if start is None or _in_range((start,), minimum, maximum) == ():
             start = common[len(common) // 2] if common else None
     return FieldSpec(
-        name=name, kind=kind, label=humanize_name(name), description=str(prop.get("description", "")),
+        name=name, kind=kind, label=label_of(name, prop), description=str(prop.get("description", "")),
         default=prop.get("default"), has_default=has_default, required=required and not has_default,
         nullable=nullable, options=options, minimum=minimum, maximum=maximum,
         exclusive_minimum=exclusive_min, exclusive_maximum=exclusive_max, pattern=body.get("pattern"),

@@ -30,11 +30,12 @@ from converters.engines.modelfiles import in_background
 
 DEFAULT_CONTEXT = 4096
 PROVIDERS = ("llama-cpp", "openai")
+# What people read: the Settings page by name, in plain words. The settings keys above are for
+# settings.toml and the API; they are in the docs, not in these messages.
+WHERE = "Settings → Language model"
 HOW_TO_ENABLE = (
-    "Choose a language model in Settings: either a GGUF file run inside FileKiln "
-    "(llm_provider = 'llama-cpp', llm_model_path = <file.gguf>, needs 'pip install llama-cpp-python'), "
-    "or an OpenAI-compatible server such as Ollama (llm_provider = 'openai', "
-    "llm_base_url = 'http://127.0.0.1:11434/v1', llm_model = <model name>)."
+    f"Choose one in {WHERE}: a model file on this computer (a .gguf file, run inside FileKiln), "
+    "or a server such as Ollama or LM Studio."
 )
 
 Message = dict[str, str]
@@ -83,26 +84,29 @@ def provider_problem(env: ToolEnv | None) -> str | None:
     settings = env.settings if env else {}
     provider = str(settings.get("llm_provider") or "").strip().lower()
     if not provider:
-        return "No language model is configured. " + HOW_TO_ENABLE
+        return "No language model is chosen for the AI tools. " + HOW_TO_ENABLE
     if provider == "llama-cpp":
         import importlib.util
 
         if importlib.util.find_spec("llama_cpp") is None:
-            return "The embedded provider needs llama-cpp-python: pip install llama-cpp-python."
+            return ("Running a model file needs llama.cpp for Python, which is not installed "
+                    f"(pip install llama-cpp-python). Or choose a server in {WHERE}.")
         path = gguf_path(env)
         if path is None:
-            return "llm_model_path is not set: give the GGUF model file to run (or import one into models/llm)."
+            return f"No model file is chosen: pick a .gguf file in {WHERE}."
         if not path.is_file():
-            return f"The GGUF model file {path} does not exist."
+            return f"The model file {path} is not there any more: pick it again in {WHERE}."
         return None
     if provider == "openai":
         url = str(settings.get("llm_base_url") or "")
         if not url.startswith(("http://", "https://")):
-            return "llm_base_url is not set: give the server's OpenAI-compatible base URL, e.g. http://127.0.0.1:11434/v1."
+            return (f"The language model server's address is missing: give it in {WHERE} "
+                    "(for Ollama: http://127.0.0.1:11434/v1).")
         if not settings.get("llm_model"):
-            return "llm_model is not set: give the model name the server knows (e.g. 'llama3.2' for Ollama)."
+            return (f"The model name is missing: give the name the server knows in {WHERE} "
+                    "(for example llama3.2 with Ollama).")
         return None
-    return f"Unknown llm_provider {provider!r}; use one of {', '.join(PROVIDERS)}. " + HOW_TO_ENABLE
+    return f"FileKiln does not know the language model choice {provider!r}. " + HOW_TO_ENABLE
 
 
 def model_in_use(env: ToolEnv | None) -> ModelUse:

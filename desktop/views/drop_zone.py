@@ -44,6 +44,9 @@ def paths_from_mime_data(mime: MimeLike) -> list[Path]:
     return paths
 
 
+WAITING = "Drop files or folders here to start"
+
+
 class DropZone(QFrame):
     """Accepts local files and folders dropped on it; says what it got through ``paths_dropped``."""
 
@@ -58,7 +61,7 @@ class DropZone(QFrame):
         self.setFrameShadow(QFrame.Shadow.Sunken)
         self.setMinimumHeight(96)
         self.setAccessibleName("Drop zone")
-        self.label = QLabel("Drop files or folders here")
+        self.label = QLabel(WAITING)
         self.label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         font = self.label.font()
         font.setPointSizeF(font.pointSizeF() * 1.2)
@@ -80,7 +83,7 @@ class DropZone(QFrame):
     def _highlight(self, on: bool) -> None:
         self.setFrameShadow(QFrame.Shadow.Raised if on else QFrame.Shadow.Sunken)
         self.setLineWidth(2 if on else 1)
-        self.label.setText("Release to add" if on else "Drop files or folders here")
+        self.label.setText("Release to add" if on else WAITING)
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802
         if paths_from_mime_data(event.mimeData()):

@@ -1,4 +1,5 @@
-"""The chosen tool's options: output format, presets, parameters, output folder and name clashes."""
+"""The chosen tool's options: output format, presets, parameters, output folder and
+name clashes. Before a tool is chosen: how FileKiln works, and the most used tools a click away."""
 
 from __future__ import annotations
 
@@ -6,12 +7,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QButtonGroup,
     QComboBox,
     QFileDialog,
     QFormLayout,
+    QGridLayout,
     QGroupBox,
     QHBoxLayout,
     QInputDialog,
@@ -30,6 +32,14 @@ from desktop.store import CLASH_POLICIES, Prefs, PresetStore
 from desktop.views.field_editors import guard_wheel
 from desktop.views.params_form import ParamsForm
 
+# the tools people reach for most, offered as buttons before any tool is chosen
+MOST_USED = (("image-convert", "Convert image"), ("pdf-compress", "Compress PDF"), ("pdf-merge", "Merge PDFs"),
+             ("video-convert", "Convert video"), ("transcribe", "Transcribe speech"))
+HOW_IT_WORKS = ("<b>How it works</b><ol>"
+                "<li>Drop files or folders on the area on the left, or press <i>Add files…</i></li>"
+                "<li>Pick a tool from the list, or one of these:</li></ol>")
+AFTER_CHOOSING = "Then check its settings here and press <b>Convert</b>. Results go next to each file unless " \
+                 "you choose a folder below."
 CLASH_LABELS = {"rename": "Keep both (rename the new file)", "overwrite": "Overwrite", "skip": "Skip"}
 NO_PRESET = "(last used)"
 LEGACY = "legacy:"  # the key of a named preset still only in presets.json
@@ -53,8 +63,38 @@ def choose_folder_dialog(parent: QWidget) -> ChooseFolder:
     return choose
 
 
+class FirstSteps(QWidget):
+    """What the pane shows before a tool is chosen: the steps, and buttons for the most used tools."""
+
+    tool_requested = Signal(str)  # the id of the tool whose button was pressed
+
+    def __init__(self, tools: tuple[tuple[str, str], ...] = MOST_USED, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("firstSteps")
+        self.how_to = QLabel(HOW_IT_WORKS)
+        self.how_to.setWordWrap(True)
+        self.how_to.setTextFormat(Qt.TextFormat.RichText)
+        self.buttons: dict[str, QPushButton] = {}
+        grid = QGridLayout()
+        for i, (tool_id, title) in enumerate(tools):
+            button = QPushButton(title)
+            button.setObjectName(f"quick_{tool_id}")
+            button.clicked.connect(lambda _=False, t=tool_id: self.tool_requested.emit(t))
+            self.buttons[tool_id] = button
+            grid.addWidget(button, i // 3, i % 3)
+        self.after = QLabel(AFTER_CHOOSING)
+        self.after.setWordWrap(True)
+        self.after.setTextFormat(Qt.TextFormat.RichText)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.how_to)
+        layout.addLayout(grid)
+        layout.addWidget(self.after)
+        layout.addStretch(1)
+
+
 class OptionsPane(QWidget):
     validity_changed = Signal(bool)
+    tool_requested = Signal(str)  # a most-used tool's button on the first screen: select this tool
 
     def __init__(self, presets: PresetStore, prefs: Prefs, save_prefs: Callable[[], None],
                  ask_text: AskText | None = None, choose_folder: ChooseFolder | None = None,
@@ -78,9 +118,11 @@ class OptionsPane(QWidget):
         self.format_combo = QComboBox()
         self.format_combo.setAccessibleName("Output format")
         self.preset_combo = QComboBox()
+        # the one "Preset" on the page: a tool's own params never use the word (video-convert's is "Encoding speed")
         self.preset_combo.setAccessibleName("Preset")
-        self.save_preset_button = QPushButton("Save as preset…" if shared is not None else "Save…")
-        self.save_preset_button.setToolTip("Save these settings as a named preset")
+        self.save_preset_button = QPushButton("Save as preset…")
+        self.save_preset_button.setToolTip("Save these settings as a preset, to use them again here, in watch folders, "
+                                           "from the command line and the API")
         self.delete_preset_button = QPushButton("Delete")
         self.delete_preset_button.setToolTip("Delete the chosen preset")
         self.reset_button = QPushButton("Defaults")
@@ -132,8 +174,11 @@ class OptionsPane(QWidget):
         output.addRow(folder_row)
         output.addRow("If the name is &taken", self.clash_combo)
 
+        self.first_steps = FirstSteps()
+        self.first_steps.tool_requested.connect(self.tool_requested)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.first_steps, 1)
         layout.addWidget(params_box, 1)
         layout.addWidget(output_box)
         self._layout = layout
@@ -157,7 +202,7 @@ class OptionsPane(QWidget):
 
     def add_below_settings(self, widget: QWidget) -> None:
         """Show ``widget`` (the steps after this tool) between the settings and the output choices."""
-        self._layout.insertWidget(1, widget)
+        self._layout.insertWidget(self._layout.indexOf(self.settings_box) + 1, widget)
 
     # ---- the tool ----
 
@@ -168,6 +213,8 @@ class OptionsPane(QWidget):
         for w in (self.format_combo, self.preset_combo, self.save_preset_button, self.delete_preset_button,
                   self.reset_button):
             w.setEnabled(enabled)
+        self.first_steps.setVisible(tool is None)
+        self.settings_box.setVisible(tool is not None)
         if tool is None:
             self.form.set_schema({})
             self._refresh_presets()

@@ -3,6 +3,7 @@ the app's own preferences to ``desktop.json``."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +14,7 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
+    QFileDialog,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
@@ -31,10 +33,21 @@ from desktop.views.tool_switches import ToolSwitches
 from localapi.config import is_loopback_host
 
 # the keys converters/engines/llm.py reads (llm_provider, llm_model_path, llm_base_url, llm_model, llm_api_key)
-LLM_PROVIDERS = (("none", "None (AI text tools off)"),
-                 ("llama-cpp", "A GGUF model run inside FileKiln (needs llama-cpp-python)"),
-                 ("openai", "An OpenAI-compatible server (Ollama, LM Studio, llama.cpp server …)"))
+LLM_PROVIDERS = (("none", "None"),
+                 ("llama-cpp", "A model file on this computer (llama.cpp)"),
+                 ("openai", "A server (OpenAI-compatible, e.g. Ollama)"))
 LLM_KEYS = ("llm_provider", "llm_model_path", "llm_base_url", "llm_model", "llm_api_key")
+LLM_TITLE = "Language model (AI summaries and translation)"
+ChooseFile = Callable[[str], "str | None"]
+
+
+def choose_model_file_dialog(parent: QWidget) -> ChooseFile:
+    def choose(start: str) -> str | None:
+        path, _ = QFileDialog.getOpenFileName(parent, "Choose a language model file", start,
+                                              "Language models (*.gguf);;All files (*)")
+        return path or None
+
+    return choose
 THEMES = (("system", "Follow the system"), ("light", "Light"), ("dark", "Dark"))
 
 
@@ -51,7 +64,10 @@ class SettingsPanel(QWidget):
         self.settings_file = settings_file
         self._apply_theme = apply_theme
         self._choose_folder = choose_folder
+        # asks for the .gguf file (start folder -> path or None); tests put a recorder here
+        self.choose_model_file: ChooseFile = choose_model_file_dialog(self)
         settings = api.service.settings
+        self._models_dir = settings.data_dir / "models" / "llm"
         tool_settings = dict(settings.tools)
 
         self.data_dir_edit = QLineEdit(str(settings.data_dir))
@@ -109,25 +125,43 @@ class SettingsPanel(QWidget):
         app_form.addRow(self.start_api_box)
 
         self.llm_combo = QComboBox()
+        self.llm_combo.setAccessibleName("Language model")
         for value, label in LLM_PROVIDERS:
             self.llm_combo.addItem(label, value)
         self.llm_combo.setCurrentIndex(max(self.llm_combo.findData(tool_settings.get("llm_provider", "none")), 0))
         self.llm_model_path = QLineEdit(str(tool_settings.get("llm_model_path", "")))
-        self.llm_model_path.setPlaceholderText("file.gguf in models/llm, or a full path")
+        self.llm_model_path.setAccessibleName("Model file")
+        self.llm_model_path.setPlaceholderText("A .gguf file, e.g. a small Llama, Qwen or SmolLM model")
+        self.llm_choose_file = QPushButton("Choose…")
+        self.llm_choose_file.clicked.connect(self._choose_gguf)
+        file_row = QWidget()
+        file_layout = QHBoxLayout(file_row)
+        file_layout.setContentsMargins(0, 0, 0, 0)
+        file_layout.addWidget(self.llm_model_path, 1)
+        file_layout.addWidget(self.llm_choose_file)
         self.llm_endpoint = QLineEdit(str(tool_settings.get("llm_base_url", "")))
-        self.llm_endpoint.setPlaceholderText("http://127.0.0.1:11434/v1")
+        self.llm_endpoint.setAccessibleName("Server address")
+        self.llm_endpoint.setPlaceholderText("http://127.0.0.1:11434/v1 (Ollama)")
         self.llm_model = QLineEdit(str(tool_settings.get("llm_model", "")))
+        self.llm_model.setAccessibleName("Model name")
         self.llm_model.setPlaceholderText("the model name the server knows, e.g. llama3.2")
         self.llm_api_key = QLineEdit(str(tool_settings.get("llm_api_key", "")))
+        self.llm_api_key.setAccessibleName("Server key")
         self.llm_api_key.setEchoMode(QLineEdit.EchoMode.Password)
         self.llm_api_key.setPlaceholderText("only if the server asks for one")
-        ai_box = QGroupBox("AI tools")
+        self.llm_status = QLabel()  # what is still missing, in words
+        self.llm_status.setObjectName("llmStatus")
+        self.llm_status.setWordWrap(True)
+        ai_box = QGroupBox(LLM_TITLE)
         ai_form = QFormLayout(ai_box)
-        ai_form.addRow("Language model", self.llm_combo)
-        ai_form.addRow("Model file", self.llm_model_path)
+        self.llm_form = ai_form
+        ai_form.addRow("&Use", self.llm_combo)
+        ai_form.addRow("Model file", file_row)
         ai_form.addRow("Server address", self.llm_endpoint)
         ai_form.addRow("Model name", self.llm_model)
         ai_form.addRow("Server key", self.llm_api_key)
+        ai_form.addRow(self.llm_status)
+        self._llm_rows = {"llama-cpp": (file_row,), "openai": (self.llm_endpoint, self.llm_model, self.llm_api_key)}
 
         self.host_edit = QLineEdit(settings.host)
         self.host_edit.setAccessibleName("Bind address")
@@ -159,6 +193,8 @@ class SettingsPanel(QWidget):
         self._template_changed(self.template_edit.text())
         self.host_edit.textChanged.connect(self._host_changed)
         self.llm_combo.currentIndexChanged.connect(self._llm_changed)
+        for edit in (self.llm_model_path, self.llm_endpoint, self.llm_model):
+            edit.textChanged.connect(self._llm_changed)
         self.save_button.clicked.connect(self.save)
         self._host_changed(self.host_edit.text())
         self._llm_changed()
@@ -185,11 +221,46 @@ class SettingsPanel(QWidget):
         else:
             self.host_warning.setText("Only programs on this computer can reach the API.")
 
+    def _choose_gguf(self) -> None:
+        current = self.llm_model_path.text().strip()
+        start = str(Path(current).expanduser().parent) if current else str(Path.home())
+        path = self.choose_model_file(start)
+        if path:
+            self.llm_model_path.setText(path)
+
     def _llm_changed(self, *_: object) -> None:
         provider = self.llm_combo.currentData()
-        self.llm_model_path.setEnabled(provider == "llama-cpp")
-        for edit in (self.llm_endpoint, self.llm_model, self.llm_api_key):
-            edit.setEnabled(provider == "openai")
+        for choice, widgets in self._llm_rows.items():
+            for widget in widgets:
+                self.llm_form.setRowVisible(widget, provider == choice)
+        problem = self.llm_problem()
+        self.llm_status.setStyleSheet("color: #b91c1c;" if problem and provider != "none" else "")
+        self.llm_status.setText(problem or "Ready: Summarize document and Translate document use this model "
+                                           "(after Save and a restart of FileKiln).")
+
+    def llm_problem(self) -> str | None:
+        """What the language-model choice still lacks, in words; ``None`` when it is complete."""
+        provider = self.llm_combo.currentData()
+        if provider == "llama-cpp":
+            text = self.llm_model_path.text().strip()
+            path = Path(text).expanduser() if text else None
+            if path is not None and not path.is_absolute():
+                path = self._models_dir / path  # a bare name: a file in the data folder's models/llm
+            if importlib.util.find_spec("llama_cpp") is None:
+                return ("Running a model file needs llama.cpp for Python, which is not installed here "
+                        "(pip install llama-cpp-python). Or choose a server instead.")
+            if path is None:
+                return "Choose the model file (a .gguf file) with Choose…."
+            if not path.is_file():
+                return f"There is no file at {path}."
+            return None
+        if provider == "openai":
+            if not self.llm_endpoint.text().strip().startswith(("http://", "https://")):
+                return "Give the server's address, starting with http:// (Ollama: http://127.0.0.1:11434/v1)."
+            if not self.llm_model.text().strip():
+                return "Give the name of the model on the server (e.g. llama3.2)."
+            return None
+        return "No language model: Summarize document and Translate document stay off."
 
     def service_values(self) -> dict[str, Any]:
         provider = self.llm_combo.currentData()
@@ -225,8 +296,10 @@ class SettingsPanel(QWidget):
         if values["host"] != current.host:
             self.api.set_address(host=values["host"])
         later = [k for k in RESTART_KEYS if (values.get(k) or None) != (before.get(k) or None)]
+        # the language model's keys are one thing to the reader: say it once, in words
+        later = list(dict.fromkeys("the language model" if k in LLM_KEYS else k.replace("_", " ") for k in later))
         text = "Saved."
         if later:
-            text += " Restart FileKiln for these to take effect: " + ", ".join(k.replace("_", " ") for k in later) + "."
+            text += " Restart FileKiln for these to take effect: " + ", ".join(later) + "."
         self.message.setText(text)
         self.saved.emit()

@@ -179,7 +179,8 @@ def test_text_tools_say_how_to_enable_a_model_until_one_is_configured(tmp_path: 
     tool = load_catalogue().get("ai-summarize")
     assert tool is not None
     reason = tool.unavailable_reason(ToolEnv(tmp_path))
-    assert reason is not None and "llm_provider" in reason and "11434" in reason
+    assert reason is not None and "Settings → Language model" in reason and "Ollama" in reason
+    assert "llm_" not in reason  # people read it: the Settings page by name, not settings.toml's keys
     missing = ToolEnv(tmp_path, {"llm_provider": "llama-cpp", "llm_model_path": "nowhere.gguf"})
     if HAS_LLAMA:
         assert "nowhere.gguf" in (tool.unavailable_reason(missing) or "")

@@ -212,7 +212,9 @@ class ThumbnailParams(Params):
     """Parameters of ``video-thumbnail``."""
 
     at: float | str = Field(
-        default="10%", description='Where to take the picture: seconds (12.5) or a percentage of the duration ("50%").'
+        default="10%",
+        title="Time in the video",
+        description='Where to take the picture: seconds (12.5) or a percentage of the duration ("50%").',
     )
     width: int | None = Field(default=None, ge=16, le=8192, description="Width in pixels; default the video's.")
 

@@ -153,9 +153,18 @@ class VideoParams(Params):
         },
     )
     crf: int | None = Field(
-        default=None, ge=0, le=63, description="Constant quality, lower is better (0-51 for h264/h265, 0-63 otherwise)."
+        default=None, ge=0, le=63, title="Quality (CRF)",
+        description="Constant quality, lower is better (0-51 for h264/h265, 0-63 otherwise).",
     )
-    preset: Preset | None = Field(default=None, description="Encoder speed in x264's names. Default: medium.")
+    # Titled for what it is: the options pane has "Saved settings" (the service's presets) beside it.
+    preset: Preset | None = Field(
+        default=None, title="Encoding speed",
+        description="Encoder speed in x264's names: faster makes bigger files, slower smaller ones. Default: medium.",
+        json_schema_extra={"x-enumLabels": {
+            "ultrafast": "Fastest (largest file)", "superfast": "Super fast", "veryfast": "Very fast",
+            "faster": "Faster", "fast": "Fast", "medium": "Medium (balanced)", "slow": "Slow",
+            "slower": "Slower", "veryslow": "Slowest (smallest file)"}},
+    )
     width: int | None = Field(
         default=None, ge=16, le=8192, description="Output width in pixels; height keeps the aspect.",
         json_schema_extra={"x-unit": "px", "examples": [426, 640, 854, 1280, 1920, 2560, 3840], "x-suggested": 1280},
