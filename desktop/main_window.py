@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
-from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QMessageBox, QSplitter, QTabWidget, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QScrollArea,
+    QSplitter,
+    QTabWidget,
+    QWidget,
+)
 
 from desktop.context import Desktop
 from desktop.controllers.batches import BatchSummary
@@ -23,6 +32,41 @@ from desktop.views.shell import CANCEL_AND_QUIT, HIDE, QUIT, STAY, Shell, Tray
 from desktop.views.watch_panel import WatchPanel
 from localapi.core.states import JobStatus
 
+FIRST_SIZE = QSize(1180, 760)
+
+
+def first_size(available: QSize) -> QSize:
+    """The window's size when it opens: :data:`FIRST_SIZE`, or nine tenths of a screen too small for it
+    (``available``: the screen less its panels and docks), so the window and its status bar fit."""
+    return FIRST_SIZE.boundedTo(QSize(available.width() * 9 // 10, available.height() * 9 // 10))
+
+
+class Pages(QTabWidget):
+    """The window's pages. A page that needs more height than a small screen gives scrolls inside its
+    tab instead of making the window's minimum taller; pages are still named by the panel itself."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._holders: dict[QWidget, QScrollArea] = {}
+
+    def add_page(self, page: QWidget, title: str, scroll: bool = True) -> None:
+        holder: QWidget = page
+        if scroll:
+            area = QScrollArea()
+            area.setWidgetResizable(True)
+            area.setFrameShape(QScrollArea.Shape.NoFrame)
+            area.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+            area.setWidget(page)
+            self._holders[page] = area
+            holder = area
+        self.addTab(holder, title)
+
+    def setCurrentWidget(self, widget: QWidget) -> None:  # noqa: N802 - QTabWidget's name
+        super().setCurrentWidget(self._holders.get(widget, widget))
+
+    def indexOf(self, widget: QWidget) -> int:  # noqa: N802 - QTabWidget's name
+        return super().indexOf(self._holders.get(widget, widget))
+
 
 class MainWindow(QMainWindow):
     def __init__(self, desktop: Desktop, shell: Shell, tray: Tray | None = None) -> None:
@@ -34,7 +78,6 @@ class MainWindow(QMainWindow):
         self._told_about_tray = False
         self.last_batch: str | None = None
         self.setWindowTitle("FileKiln")
-        self.resize(1180, 760)
 
         self.convert = ConvertPanel(
             desktop.files, desktop.tools, desktop.jobs_controller, desktop.presets, desktop.prefs,
@@ -60,14 +103,14 @@ class MainWindow(QMainWindow):
             choose_folder=shell.choose_folder or self.convert.options._choose_folder, open_path=shell.open_path,
             tools=desktop.tools)
 
-        self.tabs = QTabWidget()
+        self.tabs = Pages()
         self.tabs.setDocumentMode(True)
         pages: list[tuple[QWidget, str]] = [
             (convert_page, "&Convert"), (self.watch_panel, "&Watch folders"), (self.keys_panel, "&Keys"),
             (self.api_panel, "A&PI"),
             (self.engines_panel, "&Engines"), (self.settings_panel, "&Settings")]
         for page, title in pages:
-            self.tabs.addTab(page, title)
+            self.tabs.add_page(page, title, scroll=page is not convert_page)  # Convert's own panes scroll
         self.setCentralWidget(self.tabs)
         self.api_status = QLabel()
         self.jobs_status = QLabel()
@@ -93,6 +136,8 @@ class MainWindow(QMainWindow):
         self.settings_panel.saved.connect(self._settings_saved)
         self.settings_panel.tool_switches.changed.connect(lambda *_: desktop.refresh_tools())
         self._api_changed()
+        self.convert.set_tab_followers([self.jobs_view.table])  # Tab goes on from Convert to the jobs
+        self.resize(first_size(self.screen().availableGeometry().size()))
 
     def _shortcut(self, keys: str | QKeySequence.StandardKey, slot: object) -> QShortcut:
         shortcut = QShortcut(QKeySequence(keys), self)

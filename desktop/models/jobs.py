@@ -277,6 +277,7 @@ class JobsModel(RowTableModel[JobRow]):
     STATUS_COLUMN = 3
     RESULT_COLUMN = 4
     ELAPSED_COLUMN = 5
+    SOURCE_COLUMN = 6
     ACTIONS_COLUMN = 7  # the row's own buttons (the view puts them there)
     jobs_updated = Signal()
 
@@ -302,6 +303,8 @@ class JobsModel(RowTableModel[JobRow]):
             return (row.tool_label, row.files_label, progress, self.status_text(row), row.result_text,
                     elapsed, row.source)[column]
         if role == Qt.ItemDataRole.ToolTipRole:
+            if column == self.SOURCE_COLUMN:
+                return row.source  # "API: <key name>" in full, however narrow the column
             if row.status == JobStatus.FAILED or row.delivery_error:
                 return f"{row.friendly_error}\n\nDouble-click for details."
             if column == self.STATUS_COLUMN:

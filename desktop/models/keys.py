@@ -47,7 +47,7 @@ class KeysModel(RowTableModel[KeyRow]):
 
     def cell(self, row: KeyRow, column: int, role: int) -> Any:
         key = row.key
-        if role == Qt.ItemDataRole.DisplayRole:
+        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):  # the tooltip: the cell in full
             return (key.name, f"{key.prefix}…", when(key.created_at), when(key.last_used_at),
                     quota_text(row.used_today, key.daily_job_quota), row.status)[column]
         if role == Qt.ItemDataRole.FontRole and not key.active:

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -38,6 +39,7 @@ from desktop.models.tools import ToolInfo, ToolTreeModel
 from desktop.store import Prefs, PresetStore
 from desktop.views.batch_progress import BatchProgress
 from desktop.views.drop_zone import DropZone, FileListView
+from desktop.views.fitted_label import FittedLabel
 from desktop.views.options_pane import AskText, ChooseFolder, OptionsPane
 from desktop.views.tool_picker import ToolPicker
 from desktop.views.workflow_builder import WorkflowBuilder
@@ -99,6 +101,7 @@ class ConvertPanel(QWidget):
         self.options = OptionsPane(presets, prefs, save_prefs, ask_text=ask_text, choose_folder=choose_output_folder,
                                    check_params=check_params, shared=shared_presets,
                                    save_handler=self.save_as_preset if shared_presets is not None else None)
+        self.options.tool_requested.connect(self._tool_requested)  # the first screen's most used tools
         self.builder = WorkflowBuilder(lambda: self.tools.tools, check_params)
         self.builder.setVisible(workflows is not None and shared_presets is not None)
         self.convert_button = QPushButton("Convert")
@@ -109,18 +112,24 @@ class ConvertPanel(QWidget):
         font.setBold(True)
         self.convert_button.setFont(font)
         self.convert_button.setMinimumHeight(int(self.convert_button.sizeHint().height() * 1.4))
-        self.message = QLabel()
-        self.message.setWordWrap(True)
+        # the two labels keep their height whatever they say, so the panes do not move as they change
+        self.message = FittedLabel(lines=2)
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.reason_label = QLabel()  # why Convert is disabled, in words beside the button
+        self.reason_label = FittedLabel(lines=2)  # why Convert is disabled, in words beside the button
         self.reason_label.setObjectName("convertReason")
-        self.reason_label.setWordWrap(True)
         self.progress = BatchProgress()  # the last Convert as a whole; each file's status is in the jobs list
+        self.options.add_below_settings(self.builder)
+        # on a small screen the options scroll, and Convert stays in sight below them
+        self.options_scroll = QScrollArea()
+        self.options_scroll.setWidgetResizable(True)
+        self.options_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.options_scroll.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.options_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.options_scroll.setWidget(self.options)
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(0, 0, 0, 0)
-        right_layout.addWidget(self.options, 1)
-        self.options.add_below_settings(self.builder)
+        right_layout.addWidget(self.options_scroll, 1)
         right_layout.addWidget(self.message)
         right_layout.addWidget(self.reason_label)
         right_layout.addWidget(self.convert_button)
@@ -170,19 +179,48 @@ class ConvertPanel(QWidget):
         self.options.validity_changed.connect(lambda _: self._update_state())
         self.options.form.changed.connect(self._update_state)  # the reason in words follows each edit
         self.convert_button.clicked.connect(self.convert)
+        self._after_convert: list[QWidget] = []
+        for scroll in self.options.findChildren(QScrollArea):
+            scroll.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # Tab goes to the settings, not to the box around them
+        self.file_view.setTabKeyNavigation(False)
+        # the fields are made anew for each tool and each added step: each time they take their place again
+        self.options.form.rebuilt.connect(self._set_tab_order)
+        self.builder.changed.connect(self._set_tab_order)
+        self.options.form.rebuilt.connect(self._fit_options_width)
+        self.builder.changed.connect(self._fit_options_width)
         self._set_tab_order()
+        self._fit_options_width()
         self._files_changed()
 
-    def _set_tab_order(self) -> None:
-        chain: list[QWidget] = [
+    def set_tab_followers(self, widgets: list[QWidget]) -> None:
+        """Tab goes on from Convert to ``widgets`` (the jobs list), in this order."""
+        self._after_convert = list(widgets)
+        self._set_tab_order()
+
+    def tab_chain(self) -> list[QWidget]:
+        """The page's widgets in the order Tab visits them (docs/desktop.md, Keyboard)."""
+        options = self.options
+        steps: list[QWidget] = []
+        for editor in self.builder.editors:
+            steps += [editor.tool_combo, editor.remove_button, editor.format_combo, *editor.form.tab_stops()]
+        return [
             self.drop_zone.add_files_button, self.drop_zone.add_folder_button, self.filter_edit, self.file_view,
-            self.remove_button, self.clear_button, self.picker.search, self.picker.tree, self.options.format_combo,
-            self.options.preset_combo, self.options.save_preset_button, self.options.delete_preset_button,
-            self.options.reset_button, self.options.form, self.options.next_to_input, self.options.in_folder,
-            self.options.folder_edit, self.options.choose_button, self.options.clash_combo, self.convert_button,
+            self.remove_button, self.clear_button, self.picker.search, self.picker.tree, options.format_combo,
+            options.preset_combo, options.save_preset_button, options.delete_preset_button, options.reset_button,
+            *options.form.tab_stops(), *steps, self.builder.add_button, self.builder.save_button,
+            options.next_to_input, options.in_folder, options.folder_edit, options.choose_button, options.clash_combo,
+            self.convert_button, *self._after_convert,
         ]
+
+    def _set_tab_order(self) -> None:
+        chain = self.tab_chain()
         for first, second in zip(chain, chain[1:], strict=False):
             QWidget.setTabOrder(first, second)
+
+    def _fit_options_width(self) -> None:
+        """The options scroll up and down only: their pane is as wide as the widest of them needs."""
+        bar = self.options_scroll.verticalScrollBar().sizeHint().width()
+        self.options_scroll.setMinimumWidth(self.options.minimumSizeHint().width() + bar)
 
     # ---- files ----
 
@@ -303,6 +341,10 @@ class ConvertPanel(QWidget):
             return
         titles = [t.title if (t := self.tools.tool(s.tool)) else s.tool for s in steps]
         self.shared_presets.save(name, steps, " → ".join(titles))
+
+    def _tool_requested(self, tool_id: str) -> None:
+        if not self.select_tool(tool_id):
+            self.show_message("That tool is not in the list now: clear the search, or add files it takes.")
 
     def select_tool(self, tool_id: str) -> bool:
         return self.picker.select(tool_id)

@@ -37,6 +37,7 @@ class EnginesPanel(QWidget):
         self.rows: list[EngineRow] = []
         self.table = QTableWidget(0, len(self.COLUMNS))
         self.table.setHorizontalHeaderLabels(list(self.COLUMNS))
+        self.table.setTabKeyNavigation(False)  # Tab leaves the table; the arrows move in it
         self.table.setAccessibleName("Engines")
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)

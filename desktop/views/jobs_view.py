@@ -99,6 +99,11 @@ class RowActions(QWidget):
         layout.addStretch(1)
         self.show_row(row)
 
+    def tab_stops(self) -> list[QWidget]:
+        """The row's buttons in the order they are shown."""
+        return [self.cancel_button, self.open_button, self.reveal_button, self.password_edit, self.unlock_button,
+                self.retry_button, self.details_button]
+
     def _button(self, text: str, tip: str, slot: Callable[[], None]) -> QPushButton:
         button = QPushButton(text)
         button.setToolTip(tip)
@@ -144,6 +149,7 @@ class JobsView(QWidget):
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setTabKeyNavigation(False)  # Tab leaves the list; the arrows move in it
         self.table.verticalHeader().hide()
         self.table.setAlternatingRowColors(True)
         self.table.setItemDelegateForColumn(JobsModel.PROGRESS_COLUMN, ProgressDelegate(self.table))
@@ -152,6 +158,7 @@ class JobsView(QWidget):
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(JobsModel.STATUS_COLUMN, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(JobsModel.RESULT_COLUMN, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(JobsModel.SOURCE_COLUMN, QHeaderView.ResizeMode.ResizeToContents)
         header.resizeSection(0, 130)
         header.resizeSection(JobsModel.PROGRESS_COLUMN, 140)
         header.resizeSection(JobsModel.ELAPSED_COLUMN, 70)
@@ -206,6 +213,11 @@ class JobsView(QWidget):
         self.clock.timeout.connect(model.refresh_elapsed)
         self.clock.start()
         self.details_box: QMessageBox | None = None
+        self.buttons = [self.stop_all_button, self.cancel_button, self.retry_button, self.open_button,
+                        self.reveal_button, self.details_button, self.remove_button, self.clear_button]
+        chain = [self.table, *self.buttons]  # the list, then its buttons, then each row's own
+        for first, second in zip(chain, chain[1:], strict=False):
+            QWidget.setTabOrder(first, second)
         self._jobs_updated()
 
     # ---- selection ----
@@ -247,12 +259,23 @@ class JobsView(QWidget):
             actions.details.connect(self._details_of)
             actions.unlock.connect(self._unlock_one)
             self.table.setIndexWidget(index, actions)
+            self._place_in_tab_order(i, actions)
         header = self.table.horizontalHeader()
         wanted = max((w.sizeHint().width() for i in range(self.model.rowCount())
                       if isinstance(w := self.table.indexWidget(self.model.index(i, JobsModel.ACTIONS_COLUMN)),
                                     RowActions)), default=0)
         if wanted > header.sectionSize(JobsModel.ACTIONS_COLUMN):
             header.resizeSection(JobsModel.ACTIONS_COLUMN, wanted)
+
+    def _place_in_tab_order(self, row: int, actions: RowActions) -> None:
+        """A new row's buttons come after those of the row above it (the first row's after the list's)."""
+        above = self.table.indexWidget(self.model.index(row - 1, JobsModel.ACTIONS_COLUMN)) if row else None
+        below = self.table.indexWidget(self.model.index(row + 1, JobsModel.ACTIONS_COLUMN))
+        chain = [above.tab_stops()[-1] if isinstance(above, RowActions) else self.buttons[-1], *actions.tab_stops()]
+        if isinstance(below, RowActions):
+            chain.append(below.tab_stops()[0])
+        for first, second in zip(chain, chain[1:], strict=False):
+            QWidget.setTabOrder(first, second)
 
     def _open_result(self, job_id: str, action: Callable[[Path], None]) -> None:
         job = self.model.job(job_id)

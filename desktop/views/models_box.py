@@ -43,6 +43,7 @@ class ModelsBox(QGroupBox):
         self._background = Background(1, self)
         self.table = QTableWidget(0, len(self.COLUMNS))
         self.table.setHorizontalHeaderLabels(list(self.COLUMNS))
+        self.table.setTabKeyNavigation(False)  # Tab leaves the table; the arrows move in it
         self.table.setAccessibleName("Models")
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)

@@ -61,6 +61,21 @@ ERROR_STYLE = "color: #d33;"  # red that reads on light and dark palettes alike
 HINT_STYLE = "color: palette(mid);"
 
 
+def tab_stops(widget: QWidget) -> list[QWidget]:
+    """The widgets inside ``widget`` that Tab stops at, in the order they were laid out. A widget that
+    takes focus is one stop (a spin box's own line edit is not another); one that does not (a box of
+    check boxes, a colour's text and button) is looked into."""
+    stops: list[QWidget] = []
+    for child in widget.children():
+        if not isinstance(child, QWidget) or child.isWindow():
+            continue
+        if child.focusPolicy() & Qt.FocusPolicy.TabFocus and child.focusProxy() is None:
+            stops.append(child)
+        else:
+            stops.extend(tab_stops(child))
+    return stops
+
+
 def _number(value: float) -> str:
     return str(int(value)) if value == int(value) else str(value)
 
@@ -74,6 +89,7 @@ class ParamsForm(QWidget):
 
     changed = Signal()
     validity_changed = Signal(bool)
+    rebuilt = Signal()  # the fields were made anew (another tool): their place in the Tab order is to be set again
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -117,6 +133,12 @@ class ParamsForm(QWidget):
             self._layout.addRow(self._empty)
         self._layout.addRow(self.error_label)
         self.set_values(values or {})
+        self.rebuilt.emit()
+
+    def tab_stops(self) -> list[QWidget]:
+        """The widgets Tab stops at, field after field as shown (a colour's text then its picker, a
+        number then its common values)."""
+        return tab_stops(self)
 
     @staticmethod
     def _red_label(name: str) -> QLabel:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtWidgets import QAbstractItemView, QLabel, QLineEdit, QTreeView, QVBoxLayout, QWidget
 
-from desktop.models.tools import PresetNameRole, ToolIdRole, ToolTreeModel
+from desktop.models.tools import CATEGORY_TITLES, PRESETS_TITLE, PresetNameRole, ToolIdRole, ToolTreeModel
+from desktop.views.fitted_label import FittedLabel
 
 
 class ToolPicker(QWidget):
@@ -27,11 +28,12 @@ class ToolPicker(QWidget):
         self.tree.setAccessibleName("Tools")
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.tree.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.tree.setTabKeyNavigation(False)
+        self.tree.setMinimumWidth(self.readable_width())
         self.hint = QLabel()
         self.hint.setWordWrap(True)
         self.hint.hide()
-        self.description = QLabel()
-        self.description.setWordWrap(True)
+        self.description = FittedLabel(lines=3)  # as high for every tool: the list above does not jump
         self.description.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -43,6 +45,14 @@ class ToolPicker(QWidget):
         model.filtered.connect(self._after_filter)
         self.tree.selectionModel().currentChanged.connect(self._on_current)
         self._after_filter()
+
+    def readable_width(self) -> int:
+        """The narrowest the tool list gets: the longest category title whole, and as much of the tool
+        titles indented under it, beside a scroll bar."""
+        metrics = self.tree.fontMetrics()
+        longest = max(metrics.horizontalAdvance(t) for t in [*CATEGORY_TITLES.values(), PRESETS_TITLE])
+        bar = self.tree.verticalScrollBar().sizeHint().width()
+        return longest + 2 * self.tree.indentation() + bar + 2 * self.tree.frameWidth() + metrics.averageCharWidth() * 2
 
     def set_hint(self, text: str) -> None:
         self.hint.setText(text)

@@ -176,6 +176,7 @@ class WatchPanel(QWidget):
         self.table.setAccessibleName("Watch folders")
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setTabKeyNavigation(False)  # Tab leaves the list; the arrows move in it
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setWordWrap(False)
@@ -185,6 +186,8 @@ class WatchPanel(QWidget):
         header.setStretchLastSection(True)
         for column, width in enumerate((240, 240, 140, 80, 70, 70, 110)):
             self.table.setColumnWidth(column, width)
+        for column in (3, 4, 5):  # Subfolders, After, State: a word each, shown whole
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
         self.hint = QLabel(EMPTY_HINT)
         self.hint.setWordWrap(True)
         self.hint.setAlignment(Qt.AlignmentFlag.AlignTop)

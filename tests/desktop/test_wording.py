@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QWidget
+from PySide6.QtWidgets import QLabel, QPushButton, QWidget
 from pytestqt.qtbot import QtBot
 
 from converters.base import ToolEnv
@@ -172,3 +172,11 @@ def test_the_video_page_has_one_preset_and_an_encoding_speed(qtbot: QtBot, windo
     assert speed.itemText(speed.findData("veryslow")) == "Slowest (smallest file)"  # type: ignore[attr-defined]
     schema = tools["video-convert"].schema["properties"]["preset"]
     assert schema["title"] == "Encoding speed" and "ultrafast" in schema["x-enumLabels"]
+
+
+def test_a_first_screen_button_chooses_its_tool(qtbot: QtBot, window: MainWindow) -> None:
+    options = window.convert.options
+    buttons = options.first_steps.findChildren(QPushButton)
+    button = next(b for b in buttons if b.text().replace("&", "") == "Compress PDF")
+    button.click()
+    wait_for(qtbot, lambda: options.tool is not None and options.tool.id == "pdf-compress")
