@@ -34,6 +34,18 @@ def is_dark(palette: QPalette) -> bool:
     return palette.color(QPalette.ColorRole.Window).lightness() < 128
 
 
+# In a dark palette Fusion draws a radio button's ring darker than the window and its dot grey on
+# near-black: which choice is on is hard to see. A light ring, and the highlight colour for the chosen one.
+DARK_INDICATORS = """
+QRadioButton::indicator { width: 12px; height: 12px; border-radius: 7px; border: 1px solid #a0a0a6;
+                          background: #1e1e20; }
+QRadioButton::indicator:checked { border: 1px solid #6eaaff;
+    background: qradialgradient(cx: 0.5, cy: 0.5, radius: 0.5, fx: 0.5, fy: 0.5,
+                                stop: 0 #6eaaff, stop: 0.5 #6eaaff, stop: 0.6 #1e1e20, stop: 1 #1e1e20); }
+QRadioButton::indicator:disabled { border: 1px solid #5a5a5e; }
+"""
+
+
 def apply_theme(app: QGuiApplication, theme: str) -> None:
     """``system`` follows the desktop (and its changes); ``light``/``dark`` force one."""
     scheme = {"light": Qt.ColorScheme.Light, "dark": Qt.ColorScheme.Dark}.get(theme, Qt.ColorScheme.Unknown)
@@ -43,3 +55,5 @@ def apply_theme(app: QGuiApplication, theme: str) -> None:
     app.setPalette(QPalette())  # back to the style's own palette for the scheme
     if theme == "dark" and not is_dark(app.palette()):
         app.setPalette(dark_palette())
+    if hasattr(app, "setStyleSheet"):  # a QApplication (widgets), not a bare QGuiApplication
+        app.setStyleSheet(DARK_INDICATORS if is_dark(app.palette()) else "")

@@ -34,6 +34,7 @@ from desktop.views.shell import Shell  # noqa: E402
 from localapi.config import load_settings  # noqa: E402
 from localapi.core.jobs import Caller  # noqa: E402
 from localapi.core.service import Service  # noqa: E402
+from localapi.core.workflows.records import StepSpec  # noqa: E402
 
 
 def pump(seconds: float) -> None:
@@ -131,30 +132,53 @@ def main() -> None:
         window.convert.show_message("")
         pump(0.6)
 
-        window.tabs.setCurrentIndex(0)
+        tabs = window.tabs
+        tabs.setCurrentIndex(0)
         grab(window, out / "convert.png")
-        window.tabs.setCurrentIndex(1)
+
+        # a workflow: photos to JPG, then one PDF, built on the convert page
+        window.convert.select_tool("image-convert")
+        options = window.convert.options
+        options.format_combo.setCurrentIndex(options.format_combo.findData("jpg"))
+        window.convert.builder.add_step(StepSpec("image-to-pdf", {}, "pdf"))
+        pump(0.3)
+        grab(window, out / "workflow.png")
+        window.convert.builder.clear()
+
+        # a watch folder with a file converted and one that failed
+        inbox, outbox = work / "Inbox", work / "Web"
+        inbox.mkdir()
+        desktop.watch.add(inbox, outbox, "Web images", True, "keep")
+        wait_for(lambda: bool(desktop.watch.folders))
+        shutil.copy(files[0], inbox / files[0].name)
+        (inbox / "broken.png").write_bytes(files[0].read_bytes()[:200])
+        wait_for(lambda: (outbox / "failed" / "broken.png.error.txt").exists() and any(outbox.glob("*.webp")))
+        tabs.setCurrentWidget(window.watch_panel)
+        pump(0.5)
+        grab(window, out / "watch.png")
+
+        tabs.setCurrentWidget(window.keys_panel)
         grab(window, out / "keys.png")
         secret_dialog = window.keys_panel.create_key("new script", None)
         grab(secret_dialog, out / "key-secret.png")
         secret_dialog.close()
         failed = next(r for r in desktop.jobs.rows if r.status == "FAILED")
-        window.tabs.setCurrentIndex(0)
+        tabs.setCurrentIndex(0)
         window.jobs_view.select_job(failed.id)
         window.jobs_view.show_details()
         assert window.jobs_view.details_box is not None
         grab(window.jobs_view.details_box, out / "job-details.png")
         window.jobs_view.details_box.close()
         window.jobs_view.table.clearSelection()
-        window.tabs.setCurrentIndex(2)
+        tabs.setCurrentWidget(window.api_panel)
         grab(window, out / "api.png")
-        window.tabs.setCurrentIndex(3)
+        tabs.setCurrentWidget(window.engines_panel)
         wait_for(lambda: bool(window.engines_panel.rows))
         grab(window, out / "engines.png")
-        window.tabs.setCurrentIndex(4)
+        tabs.setCurrentWidget(window.settings_panel)
         grab(window, out / "settings.png")
         apply_theme(app, "dark")
-        window.tabs.setCurrentIndex(0)
+        tabs.setCurrentIndex(0)
         grab(window, out / "convert-dark.png")
         window.quitting = True
         window.close()

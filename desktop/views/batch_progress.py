@@ -62,5 +62,7 @@ class BatchProgress(QWidget):
             return
         progress = self.tracker.progress
         self.bar.setValue(progress.percent)
-        self.bar.setFormat("Done" if progress.finished else "%p%")
+        # "Done" only when every file made it; a batch with failures has "Finished" (the counts say how)
+        self.bar.setFormat(("Done" if not progress.failed and not progress.canceled else "Finished")
+                           if progress.finished else "%p%")
         self.label.setText(progress.text)

@@ -340,5 +340,8 @@ class WatchPanel(QWidget):
             self.status.setText(f"{result.rel_path}: saved {outputs}." + (f" ({result.message})" if result.message
                                                                            else ""))
         else:
+            message = (result.message or "").rstrip()
+            if message and message[-1] not in ".!?":
+                message += "."
             where = f" See {result.report}." if result.report is not None else ""
-            self.status.setText(f"{result.rel_path} could not be converted: {result.message}{where}")
+            self.status.setText(f"{result.rel_path} could not be converted: {message}{where}")
