@@ -1,6 +1,8 @@
-"""Screenshots of each panel, rendered offscreen: ``docs/screenshots/*.png``.
+"""Screenshots of each panel: ``docs/screenshots/*.png``, or every page in both themes at several sizes.
 
 Run: QT_QPA_PLATFORM=offscreen .venv/bin/python scripts/screenshots.py [--out docs/screenshots]
+     xvfb-run -a .venv/bin/python scripts/screenshots.py --matrix --out DIR [--sizes 1024x700,1440x900]
+     (a real window on X; QT_SCALE_FACTOR=1.5 for high-DPI screens: sizes are then logical pixels)
 
 Builds a throwaway data dir with a few sample files, a couple of API keys and a few real
 jobs (one converted, one failed, one from an API key), then grabs each page with
@@ -18,7 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+if "DISPLAY" not in os.environ:
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -77,6 +80,9 @@ def grab(widget: QWidget, path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
+    parser.add_argument("--matrix", action="store_true",
+                        help="every page, light and dark, at each of --sizes: <page>-<theme>-<w>x<h>.png")
+    parser.add_argument("--sizes", default="1024x700,1440x900", help="window sizes for --matrix (logical pixels)")
     args = parser.parse_args()
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -133,59 +139,81 @@ def main() -> None:
         pump(0.6)
 
         tabs = window.tabs
-        tabs.setCurrentIndex(0)
-        grab(window, out / "convert.png")
+        if args.matrix:
+            shoot_matrix(app, window, out, [tuple(map(int, size.split("x"))) for size in args.sizes.split(",")])
+        else:
+            tabs.setCurrentIndex(0)
+            grab(window, out / "convert.png")
 
-        # a workflow: photos to JPG, then one PDF, built on the convert page
-        window.convert.select_tool("image-convert")
-        options = window.convert.options
-        options.format_combo.setCurrentIndex(options.format_combo.findData("jpg"))
-        window.convert.builder.add_step(StepSpec("image-to-pdf", {}, "pdf"))
-        pump(0.3)
-        grab(window, out / "workflow.png")
-        window.convert.builder.clear()
+            # a workflow: photos to JPG, then one PDF, built on the convert page
+            window.convert.select_tool("image-convert")
+            options = window.convert.options
+            options.format_combo.setCurrentIndex(options.format_combo.findData("jpg"))
+            window.convert.builder.add_step(StepSpec("image-to-pdf", {}, "pdf"))
+            pump(0.3)
+            grab(window, out / "workflow.png")
+            window.convert.builder.clear()
 
-        # a watch folder with a file converted and one that failed
-        inbox, outbox = work / "Inbox", work / "Web"
-        inbox.mkdir()
-        desktop.watch.add(inbox, outbox, "Web images", True, "keep")
-        wait_for(lambda: bool(desktop.watch.folders))
-        shutil.copy(files[0], inbox / files[0].name)
-        (inbox / "broken.png").write_bytes(files[0].read_bytes()[:200])
-        wait_for(lambda: (outbox / "failed" / "broken.png.error.txt").exists() and any(outbox.glob("*.webp")))
-        tabs.setCurrentWidget(window.watch_panel)
-        pump(0.5)
-        grab(window, out / "watch.png")
+            # a watch folder with a file converted and one that failed
+            inbox, outbox = work / "Inbox", work / "Web"
+            inbox.mkdir()
+            desktop.watch.add(inbox, outbox, "Web images", True, "keep")
+            wait_for(lambda: bool(desktop.watch.folders))
+            shutil.copy(files[0], inbox / files[0].name)
+            (inbox / "broken.png").write_bytes(files[0].read_bytes()[:200])
+            wait_for(lambda: (outbox / "failed" / "broken.png.error.txt").exists() and any(outbox.glob("*.webp")))
+            tabs.setCurrentWidget(window.watch_panel)
+            pump(0.5)
+            grab(window, out / "watch.png")
 
-        tabs.setCurrentWidget(window.keys_panel)
-        grab(window, out / "keys.png")
-        secret_dialog = window.keys_panel.create_key("new script", None)
-        grab(secret_dialog, out / "key-secret.png")
-        secret_dialog.close()
-        failed = next(r for r in desktop.jobs.rows if r.status == "FAILED")
-        tabs.setCurrentIndex(0)
-        window.jobs_view.select_job(failed.id)
-        window.jobs_view.show_details()
-        assert window.jobs_view.details_box is not None
-        grab(window.jobs_view.details_box, out / "job-details.png")
-        window.jobs_view.details_box.close()
-        window.jobs_view.table.clearSelection()
-        tabs.setCurrentWidget(window.api_panel)
-        grab(window, out / "api.png")
-        tabs.setCurrentWidget(window.engines_panel)
-        wait_for(lambda: bool(window.engines_panel.rows))
-        grab(window, out / "engines.png")
-        tabs.setCurrentWidget(window.settings_panel)
-        grab(window, out / "settings.png")
-        apply_theme(app, "dark")
-        tabs.setCurrentIndex(0)
-        grab(window, out / "convert-dark.png")
+            tabs.setCurrentWidget(window.keys_panel)
+            grab(window, out / "keys.png")
+            secret_dialog = window.keys_panel.create_key("new script", None)
+            grab(secret_dialog, out / "key-secret.png")
+            secret_dialog.close()
+            failed = next(r for r in desktop.jobs.rows if r.status == "FAILED")
+            tabs.setCurrentIndex(0)
+            window.jobs_view.select_job(failed.id)
+            window.jobs_view.show_details()
+            assert window.jobs_view.details_box is not None
+            grab(window.jobs_view.details_box, out / "job-details.png")
+            window.jobs_view.details_box.close()
+            window.jobs_view.table.clearSelection()
+            tabs.setCurrentWidget(window.api_panel)
+            grab(window, out / "api.png")
+            tabs.setCurrentWidget(window.engines_panel)
+            wait_for(lambda: bool(window.engines_panel.rows))
+            grab(window, out / "engines.png")
+            tabs.setCurrentWidget(window.settings_panel)
+            grab(window, out / "settings.png")
+            apply_theme(app, "dark")
+            tabs.setCurrentIndex(0)
+            grab(window, out / "convert-dark.png")
         window.quitting = True
         window.close()
         desktop.shutdown()
         service.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def shoot_matrix(app: QApplication, window: MainWindow, out: Path, sizes: list[tuple[int, ...]]) -> None:
+    """Every page in both themes at each size: what a reviewer looks at before a release."""
+    pages = {"convert": window.convert, "watch": window.watch_panel, "keys": window.keys_panel,
+             "api": window.api_panel, "engines": window.engines_panel, "settings": window.settings_panel}
+    for theme in ("light", "dark"):
+        apply_theme(app, theme)
+        for width, height in sizes:
+            window.resize(width, height)
+            for name, page in pages.items():
+                if name == "convert":
+                    window.tabs.setCurrentIndex(0)
+                else:
+                    window.tabs.setCurrentWidget(page)
+                if name == "engines":
+                    wait_for(lambda: bool(window.engines_panel.rows))
+                grab(window, out / f"{name}-{theme}-{width}x{height}.png")
+    apply_theme(app, "system")
 
 
 if __name__ == "__main__":
