@@ -39,14 +39,6 @@ def chain_problem(service: Service, steps: Sequence[StepSpec], input_formats: It
     return None
 
 
-def shareable_steps(service: Service, steps: Sequence[StepSpec]) -> list[StepSpec]:
-    """``steps`` checked, with each output format settled and secrets (passwords) left out: a preset is
-    shared with every API key, so it never holds one."""
-    checked = service.workflows.check_chain(list(steps))
-    return [StepSpec(tool.id, {k: v for k, v in model.public().items() if k not in model.secret_names()}, fmt)
-            for tool, model, fmt in checked]
-
-
 def legacy_presets(legacy: LegacyPresets, titles: Mapping[str, str]) -> list[tuple[str, StepSpec]]:
     """The named presets of ``presets.json`` as ``("<tool title>: <name>", step)``."""
     found = []
@@ -64,8 +56,7 @@ def import_presets(service: Service, presets: Sequence[tuple[str, StepSpec]]) ->
     saved = []
     for name, step in presets:
         try:
-            service.presets.save(name, shareable_steps(service, [step]), "Imported from the desktop's own presets.",
-                                 replace=False)
+            service.workflows.save_preset(name, [step], "Imported from the desktop's own presets.", replace=False)
         except ServiceError as exc:
             log.info("preset %r not imported: %s", name, exc)
             continue
@@ -105,7 +96,7 @@ class PresetsController(QObject):
         specs = list(steps)
 
         def work() -> tuple[str, list[Preset]]:
-            preset = self.service.presets.save(name, shareable_steps(self.service, specs), description)
+            preset = self.service.workflows.save_preset(name, specs, description)
             return preset.name, self.service.presets.all()
 
         def done(result: tuple[str, list[Preset]]) -> None:
