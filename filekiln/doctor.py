@@ -60,18 +60,24 @@ def check_data_dir(data_dir: Path) -> Check:
     return Check("data dir", "ok", str(data_dir))
 
 
+def read_sqlite(path: Path) -> tuple[str, set[str], int]:
+    """SQLite's quick check of ``path`` (read-only), its tables, and its job count (0 without a jobs table)."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+    try:
+        verdict = conn.execute("pragma quick_check").fetchone()[0]
+        tables = {r[0] for r in conn.execute("select name from sqlite_master where type = 'table'")}
+        jobs = conn.execute("select count(*) from jobs").fetchone()[0] if "jobs" in tables else 0
+    finally:
+        conn.close()
+    return verdict, tables, jobs
+
+
 def check_database(path: Path) -> Check:
     """The metadata database opens, passes SQLite's quick check, and holds FileKiln's tables."""
     if not path.exists():
         return Check("metadata database", "ok", f"{path} will be made at the first start")
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
-        try:
-            verdict = conn.execute("pragma quick_check").fetchone()[0]
-            tables = {r[0] for r in conn.execute("select name from sqlite_master where type = 'table'")}
-            jobs = conn.execute("select count(*) from jobs").fetchone()[0] if "jobs" in tables else 0
-        finally:
-            conn.close()
+        verdict, tables, jobs = read_sqlite(path)
     except sqlite3.Error as exc:
         return Check("metadata database", "fail", f"{path} cannot be read: {exc}. Restore it from a backup, or move "
                                                   "it away to start afresh (keys and jobs would be lost).")
@@ -85,14 +91,11 @@ def check_database(path: Path) -> Check:
 
 
 def check_queue(path: Path) -> Check:
+    """Huey's queue file opens and passes the quick check (it can always be rebuilt from the job table)."""
     if not path.exists():
         return Check("queue", "ok", f"Huey on SQLite, {path} will be made at the first start")
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
-        try:
-            verdict = conn.execute("pragma quick_check").fetchone()[0]
-        finally:
-            conn.close()
+        verdict, _, _ = read_sqlite(path)
     except sqlite3.Error as exc:
         return Check("queue", "fail", f"{path} cannot be read: {exc}. Delete it: FileKiln rebuilds the queue from "
                                       "the job table at the next start.")
