@@ -132,3 +132,15 @@ def _pdf(pages: int) -> bytes:
     for n in range(pages):
         doc.new_page().insert_text((72, 72), f"page {n + 1}")
     return doc.tobytes()
+
+
+def test_a_preset_whose_step_had_a_password_is_refused_before_anything_runs(client: httpx.Client) -> None:
+    r = client.post("/presets", json={"name": "Protected PDF", "steps": [
+        {"tool": "image-to-pdf"}, {"tool": "pdf-protect", "params": {"userPassword": "kept-nowhere"}}]})
+    assert r.status_code == 201 and r.json()["steps"][1]["params"] == {"userPassword": "***"}
+    ref = upload(client, "a.png", png_bytes())
+    before = client.get("/jobs").json()["items"]
+    problem = assert_problem(client.post("/workflows", json={"inputFileIds": [ref["id"]], "preset": "Protected PDF"}),
+                             422, "invalid_params")
+    assert "Step 2 (pdf-protect)" in problem["detail"] and "steps.1.params.userPassword" in problem["errors"]
+    assert client.get("/jobs").json()["items"] == before  # step 1 never ran

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from converters.base import Params, Tool
+from converters.base import SECRET_MASK, Params, Tool
 from converters.catalogue import Catalogue
 from localapi.core.db import Database, new_id, now
 from localapi.core.errors import (
@@ -108,10 +108,8 @@ class WorkflowService:
                         f"{'are' if index == 0 else 'makes'}; it takes {', '.join(tool.accepts)}.",
                         code="incompatible_steps",
                         errors={f"steps.{index}.tool": [f"{tool.id} does not accept {', '.join(refused)}"]})
-            if fmt != "keep":
+            if fmt != "keep":  # "keep" passes on whatever came in (anything, when that is not known)
                 formats = {fmt}
-            elif formats is None:
-                formats = None  # keeps whatever came in: still anything
             count = 1 if tool.merges_inputs else count
             checked.append((tool, model, fmt))
         return checked
@@ -147,6 +145,14 @@ class WorkflowService:
                 raise InvalidParams(f"Unknown input file {file_id!r}.", code="unknown_file", errors={
                     f"inputFileIds.{index}": [f"no file {file_id!r}"]}) from None
         checked = self.check_chain(specs, {f.format or "" for f in stored}, len(stored))
+        for index, (step_tool, step_model, _) in enumerate(checked):  # a preset keeps no password: say so now
+            revealed = step_model.revealed()
+            masked = sorted(n for n in step_model.secret_names() if revealed[n] == SECRET_MASK)
+            if masked:
+                raise InvalidParams(
+                    f"Step {index + 1} ({step_tool.id}) needs its password given again: presets and jobs do not "
+                    "keep passwords. Give the steps with the password in their params.",
+                    errors={f"steps.{index}.params.{name}": ["give the value again"] for name in masked})
         tool, model, fmt = checked[0]
         groups = _groups(tool, list(input_file_ids))
         try:
