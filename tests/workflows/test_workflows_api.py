@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 
 import httpx
 import pymupdf
@@ -124,17 +126,22 @@ def test_a_job_failing_mid_workflow_names_its_file(client: httpx.Client) -> None
     assert done["steps"][1]["status"] == "CANCELED" and done["steps"][1]["jobIds"] == []
 
 
-def test_cancel_mid_step_cancels_running_jobs_and_the_steps_not_begun(client: httpx.Client) -> None:
-    from tests.conftest import image_pdf_bytes
+def test_cancel_mid_step_cancels_running_jobs_and_the_steps_not_begun(client: httpx.Client, tmp_path: Path) -> None:
+    from tests.converters import media_samples
 
-    ref = upload(client, "big.pdf", image_pdf_bytes(pages=40, size=1400))
+    # an H.264 "slow" encode of a 30 s clip at 1280 px: still running on any machine when the cancel lands
+    clip = media_samples.write_clip(tmp_path / "clip.mp4", "mp4", seconds=30.0, size=(320, 240))
+    ref = upload(client, "clip.mp4", clip.read_bytes())
     r = client.post("/workflows", json={"inputFileIds": [ref["id"]], "steps": [
-        {"tool": "pdf-compress", "params": {"level": "extreme"}}, {"tool": "pdf-rotate", "params": {"angle": 90}}]})
+        {"tool": "video-convert", "params": {"videoCodec": "h264", "preset": "slow", "width": 1280},
+         "outputFormat": "mp4"}, {"tool": "video-thumbnail"}]})
     assert r.status_code == 201, r.text
     workflow = r.json()
-    deadline = time.monotonic() + 60
-    while client.get(f"/workflows/{workflow['id']}").json()["status"] == "QUEUED" and time.monotonic() < deadline:
-        time.sleep(0.05)
+    job_id = workflow["steps"][0]["jobIds"][0]
+    with client.stream("GET", f"/jobs/{job_id}/events", timeout=120) as events:  # until the encode reports progress
+        for line in events.iter_lines():
+            if line.startswith("data: ") and json.loads(line[6:])["progress"] > 1:
+                break
     canceled = client.post(f"/workflows/{workflow['id']}/cancel")
     assert canceled.status_code == 200, canceled.text
     body = canceled.json()
