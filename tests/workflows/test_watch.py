@@ -91,9 +91,9 @@ def assert_webp(path: Path, size: tuple[int, int]) -> None:
 def test_a_png_written_slowly_over_three_seconds_is_converted_once_and_whole(
         data_dir: Path, dirs: tuple[Path, Path]) -> None:
     in_dir, out_dir = dirs
-    # pauses of 0.5 s between pieces against a settle time four times as long: a loaded machine that
+    # pauses of 0.5 s between pieces against a settle time ten times as long: a loaded machine that
     # stalls the writer for a moment still never looks like a finished file
-    running = Watching(data_dir, settle_seconds=2.0)
+    running = Watching(data_dir, settle_seconds=5.0)
     try:
         running.watch.add(in_dir, out_dir, WEBP)
         running.watch.start()
