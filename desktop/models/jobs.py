@@ -12,6 +12,7 @@ from typing import Any
 from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtGui import QColor
 
+from desktop.icons import type_icon
 from desktop.models.table import RowTableModel
 from localapi.core.codes import friendly_text
 from localapi.core.states import JobStatus
@@ -117,6 +118,11 @@ class JobRow:
     def tool_label(self) -> str:
         """The tool's title, with the workflow step when the job is one: ``Image to PDF · Step 1/2``."""
         return f"{self.tool_title} · {self.step_label}" if self.workflow_id else self.tool_title
+
+    @property
+    def first_file(self) -> str:
+        """The name of the job's (first) file, as :attr:`files_label` starts: ``a.pdf`` of ``a.pdf + 2 more``."""
+        return self.files_label.rsplit(" + ", 1)[0] if self.files_label.endswith(" more") else self.files_label
 
     @property
     def refused(self) -> bool:
@@ -273,6 +279,7 @@ def format_left(seconds: float) -> str:
 
 class JobsModel(RowTableModel[JobRow]):
     COLUMNS = ("Tool", "File", "Progress", "Status", "Result", "Elapsed", "From", "")
+    FILE_COLUMN = 1
     PROGRESS_COLUMN = 2
     STATUS_COLUMN = 3
     RESULT_COLUMN = 4
@@ -316,6 +323,8 @@ class JobsModel(RowTableModel[JobRow]):
             return row.files_label
         if role == Qt.ItemDataRole.ForegroundRole and column == self.RESULT_COLUMN and row.grew:
             return WARNING
+        if role == Qt.ItemDataRole.DecorationRole and column == self.FILE_COLUMN and row.files_label:
+            return type_icon(row.first_file)
         if role == JobIdRole:
             return row.id
         if role == ProgressRole:

@@ -9,6 +9,8 @@ from typing import Any
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 
+from desktop.icons import PRESETS_ICON, category_icon
+
 ToolIdRole = Qt.ItemDataRole.UserRole + 1
 PresetNameRole = Qt.ItemDataRole.UserRole + 2
 PRESETS_TITLE = "Presets"
@@ -187,9 +189,11 @@ class ToolTreeModel(QStandardItemModel):
             groups.setdefault(tool.category, []).append(tool)
         order = list(CATEGORY_TITLES)
         for category in sorted(groups, key=lambda c: (order.index(c) if c in order else len(order), c)):
+            icon = category_icon(category)
             parent = _group_item(CATEGORY_TITLES.get(category, category.title()))
+            parent.setIcon(icon)
             for tool in sorted(groups[category], key=lambda t: t.title.casefold()):
-                item = QStandardItem(tool.title)
+                item = QStandardItem(icon, tool.title)  # a tool shows its category's icon
                 item.setData(tool.id, ToolIdRole)
                 item.setEditable(False)
                 tip = tool.description or tool.title
@@ -207,9 +211,11 @@ class ToolTreeModel(QStandardItemModel):
         presets = self.visible_presets()
         if not presets:
             return
+        icon = category_icon(PRESETS_ICON)
         parent = _group_item(PRESETS_TITLE)
+        parent.setIcon(icon)
         for preset in presets:
-            item = QStandardItem(preset.label)
+            item = QStandardItem(icon, preset.label)
             item.setData(preset.name, PresetNameRole)
             item.setEditable(False)
             titles = [t.title if (t := self.tool(tool_id)) else tool_id for tool_id in preset.tools]

@@ -27,14 +27,16 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.controllers.presets import PresetsController
+from desktop.icons import category_icon
 from desktop.models.tools import ToolInfo, format_label
 from desktop.store import CLASH_POLICIES, Prefs, PresetStore
 from desktop.views.field_editors import guard_wheel
 from desktop.views.params_form import ParamsForm
 
-# the tools people reach for most, offered as buttons before any tool is chosen
-MOST_USED = (("image-convert", "Convert image"), ("pdf-compress", "Compress PDF"), ("pdf-merge", "Merge PDFs"),
-             ("video-convert", "Convert video"), ("transcribe", "Transcribe speech"))
+# the tools people reach for most, offered as buttons before any tool is chosen: (id, title, category for the icon)
+MOST_USED = (("image-convert", "Convert image", "images"), ("pdf-compress", "Compress PDF", "pdf"),
+             ("pdf-merge", "Merge PDFs", "pdf"), ("video-convert", "Convert video", "video"),
+             ("transcribe", "Transcribe speech", "transcription"))
 HOW_IT_WORKS = ("<b>How it works</b><ol>"
                 "<li>Drop files or folders on the area on the left, or press <i>Add files…</i></li>"
                 "<li>Pick a tool from the list, or one of these:</li></ol>")
@@ -68,7 +70,7 @@ class FirstSteps(QWidget):
 
     tool_requested = Signal(str)  # the id of the tool whose button was pressed
 
-    def __init__(self, tools: tuple[tuple[str, str], ...] = MOST_USED, parent: QWidget | None = None) -> None:
+    def __init__(self, tools: tuple[tuple[str, str, str], ...] = MOST_USED, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("firstSteps")
         self.how_to = QLabel(HOW_IT_WORKS)
@@ -76,8 +78,8 @@ class FirstSteps(QWidget):
         self.how_to.setTextFormat(Qt.TextFormat.RichText)
         self.buttons: dict[str, QPushButton] = {}
         grid = QGridLayout()
-        for i, (tool_id, title) in enumerate(tools):
-            button = QPushButton(title)
+        for i, (tool_id, title, category) in enumerate(tools):
+            button = QPushButton(category_icon(category), title)
             button.setObjectName(f"quick_{tool_id}")
             button.clicked.connect(lambda _=False, t=tool_id: self.tool_requested.emit(t))
             self.buttons[tool_id] = button

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtCore import QModelIndex, QSize, Qt, Signal
 from PySide6.QtWidgets import QAbstractItemView, QLabel, QLineEdit, QTreeView, QVBoxLayout, QWidget
 
 from desktop.models.tools import CATEGORY_TITLES, PRESETS_TITLE, PresetNameRole, ToolIdRole, ToolTreeModel
 from desktop.views.fitted_label import FittedLabel
+
+TREE_ICON_SIZE = 18  # the category icons beside the rows: a little over the text's height
 
 
 class ToolPicker(QWidget):
@@ -25,6 +27,7 @@ class ToolPicker(QWidget):
         self.tree = QTreeView()
         self.tree.setModel(model)
         self.tree.setHeaderHidden(True)
+        self.tree.setIconSize(QSize(TREE_ICON_SIZE, TREE_ICON_SIZE))
         self.tree.setAccessibleName("Tools")
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.tree.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -52,7 +55,9 @@ class ToolPicker(QWidget):
         metrics = self.tree.fontMetrics()
         longest = max(metrics.horizontalAdvance(t) for t in [*CATEGORY_TITLES.values(), PRESETS_TITLE])
         bar = self.tree.verticalScrollBar().sizeHint().width()
-        return longest + 2 * self.tree.indentation() + bar + 2 * self.tree.frameWidth() + metrics.averageCharWidth() * 2
+        icon = self.tree.iconSize().width() + metrics.averageCharWidth()  # and the gap after it
+        return (longest + icon + 2 * self.tree.indentation() + bar + 2 * self.tree.frameWidth()
+                + metrics.averageCharWidth() * 2)
 
     def set_hint(self, text: str) -> None:
         self.hint.setText(text)
