@@ -85,6 +85,7 @@ class ConvertPanel(QWidget):
         self.remove_button = QPushButton("Remove")
         self.clear_button = QPushButton("Clear")
         self.files_label = QLabel()
+        self.files_label.setWordWrap(True)  # "12 files, 1.4 GB" in two lines sooner than a wider minimum
         left = QWidget()
         left_layout = QVBoxLayout(left)
         left_layout.setContentsMargins(0, 0, 0, 0)

@@ -63,6 +63,7 @@ class DropZone(QFrame):
         self.setAccessibleName("Drop zone")
         self.label = QLabel(WAITING)
         self.label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.label.setWordWrap(True)  # two lines in a narrow window, rather than a wider minimum
         font = self.label.font()
         font.setPointSizeF(font.pointSizeF() * 1.2)
         self.label.setFont(font)
