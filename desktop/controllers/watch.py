@@ -17,7 +17,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from desktop.controllers.jobs import describe_service_error
+from desktop.controllers.errors import describe_service_error
 from desktop.threads import Background, Relay
 from localapi.core.errors import ServiceError
 from localapi.core.service import Service

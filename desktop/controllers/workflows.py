@@ -18,7 +18,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from desktop.controllers.jobs import describe_service_error
+from desktop.controllers.errors import describe_service_error
 from desktop.store.deliveries import Delivery, DeliveryStore, copy_results, folder_inside, sizes_of
 from desktop.store.naming import default_template
 from desktop.threads import Background, Relay

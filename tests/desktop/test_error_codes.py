@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import localapi.core.errors as errors
-from desktop.controllers.jobs import describe_service_error
+from desktop.controllers.errors import describe_service_error
 from desktop.models.jobs import JobRow
 from localapi.core.codes import CODES
 from localapi.core.errors import ServiceError
