@@ -50,7 +50,11 @@ def _check_language(value: str) -> str:
 
 
 class SummarizeParams(Params):
-    length: Literal["short", "medium", "long"] = Field("medium", description="How long the summary is.")
+    length: Literal["short", "medium", "long"] = Field(
+        "medium", description="How long the summary is.",
+        title="Summary length",
+        json_schema_extra={"x-enumLabels": {"short": "Short", "medium": "Medium", "long": "Long"}},
+    )
     language: str = Field("auto", description="Language of the summary: a name or code, or 'auto' for the document's.")
 
     @field_validator("language")

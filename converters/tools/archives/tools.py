@@ -72,7 +72,16 @@ class ExtractParams(CamelParams):
     names: Literal["path", "name"] = Field("path", description=(
         'How the extracted files are named. "path": the folders of the file joined to its name with "__" '
         '(docs/img/a.png becomes docs__img__a.png). "name": only its own name (a.png). Either way a name that '
-        "is taken already gets -2, -3 ... and unsafe characters become _."))
+        "is taken already gets -2, -3 ... and unsafe characters become _."),
+        title="File names",
+        json_schema_extra={
+            "x-enumLabels": {"path": "Folders in the name", "name": "File name only"},
+            "x-enumDescriptions": {
+                "path": "The file's folders joined to its name with __: docs/img/a.png becomes docs__img__a.png.",
+                "name": "Only its own name: a.png.",
+            },
+        },
+    )
 
 
 class ArchiveExtract(ArchiveTool):

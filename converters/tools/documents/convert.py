@@ -47,7 +47,9 @@ def office_needed(fmt: str) -> ConversionError:
 
 class PdfPageParams(Params):
     page_size: Literal["a4", "letter", "a5", "legal"] = Field(
-        "a4", alias="pageSize", description="Paper size of a PDF made by pandoc (LibreOffice keeps the document's own)."
+        "a4", alias="pageSize",
+        description="Paper size of a PDF made by pandoc (LibreOffice keeps the document's own).",
+        json_schema_extra={"x-enumLabels": {"a4": "A4", "letter": "Letter", "a5": "A5", "legal": "Legal"}},
     )
 
 
@@ -56,6 +58,9 @@ class ToPdfParams(PdfPageParams):
         "auto",
         description="auto: LibreOffice for office formats when installed, pandoc + Typst otherwise. "
         "libreoffice: office formats, html and txt only. pandoc: everything but doc, xls, ppt, ods, odp.",
+        json_schema_extra={
+            "x-enumLabels": {"auto": "Automatic", "libreoffice": "LibreOffice", "pandoc": "Pandoc + Typst"},
+        },
     )
 
 
@@ -139,6 +144,7 @@ class ConvertParams(PdfPageParams):
     engine: Literal["auto", "libreoffice", "pandoc"] = Field(
         "auto", description="auto: LibreOffice between office formats (doc, docx, odt, rtf) when installed, "
         "pandoc otherwise.",
+        json_schema_extra={"x-enumLabels": {"auto": "Automatic", "libreoffice": "LibreOffice", "pandoc": "Pandoc"}},
     )
 
 

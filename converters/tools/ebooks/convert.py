@@ -66,9 +66,11 @@ class EbookParams(Params):
         "auto",
         description="auto: Calibre where it is needed (mobi, azw3, fb2 output; azw3 input) or better (mobi input), "
         "the built-in engine otherwise.",
+        json_schema_extra={"x-enumLabels": {"auto": "Automatic", "calibre": "Calibre", "embedded": "Built-in"}},
     )
     page_size: Literal["a4", "a5", "a6", "letter", "legal"] = Field(
-        "a5", alias="pageSize", description="Page size of PDF output."
+        "a5", alias="pageSize", description="Page size of PDF output.",
+        json_schema_extra={"x-enumLabels": {"a4": "A4", "a5": "A5", "a6": "A6", "letter": "Letter", "legal": "Legal"}},
     )
 
 

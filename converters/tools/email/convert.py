@@ -26,8 +26,19 @@ class EmailParams(CamelParams):
     attachments: Literal["list", "extract"] = Field(
         "list", description="list: name and size of each attachment at the end of the PDF; extract: also write "
         "each attachment (an attached message as a file of its own) beside the PDF (the result is then a ZIP).",
+        json_schema_extra={
+            "x-enumLabels": {"list": "List them", "extract": "List and save them"},
+            "x-enumDescriptions": {
+                "list": "Name and size of each attachment at the end of the PDF.",
+                "extract": "Each attachment also saved beside the PDF (the result is then a ZIP).",
+            },
+        },
     )
-    prefer: Literal["html", "text"] = Field("html", description="Which body to show when the message has both.")
+    prefer: Literal["html", "text"] = Field(
+        "html", description="Which body to show when the message has both.",
+        title="Message body",
+        json_schema_extra={"x-enumLabels": {"html": "Formatted (HTML)", "text": "Plain text"}},
+    )
 
 
 class EmailToPdf(Tool):

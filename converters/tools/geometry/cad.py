@@ -45,9 +45,25 @@ MARGIN_MM = 10
 class CadConvertParams(CamelParams):
     page: Literal["auto", "a4", "a3", "a2", "a1", "a0", "letter", "tabloid"] = Field(
         "auto", description="Paper size: auto (the drawing's extents at 1 unit = 1 mm, at most 5 m a side) or a "
-                            "sheet, turned to the drawing's orientation, the drawing scaled to fit.")
+                            "sheet, turned to the drawing's orientation, the drawing scaled to fit.",
+        title="Paper size",
+        json_schema_extra={
+            "x-enumLabels": {
+                "auto": "Fit the drawing",
+                "a4": "A4",
+                "a3": "A3",
+                "a2": "A2",
+                "a1": "A1",
+                "a0": "A0",
+                "letter": "Letter",
+                "tabloid": "Tabloid",
+            },
+        },
+    )
     background: Literal["white", "black"] = Field(
-        "white", description="Background colour; on black, lines drawn in 'white/black' (colour 7) show white.")
+        "white", description="Background colour; on black, lines drawn in 'white/black' (colour 7) show white.",
+        json_schema_extra={"x-enumLabels": {"white": "White", "black": "Black"}},
+    )
     lineweight_scaling: float = Field(
         1.0, ge=0, le=10, description="Multiplies every line weight; 0 draws all lines at the thinnest width.")
     layout: str = Field(

@@ -33,11 +33,26 @@ Unit = Literal["auto", "micron", "millimeter", "centimeter", "meter", "inch", "f
 
 class ModelConvertParams(CamelParams):
     encoding: Literal["binary", "ascii"] = Field(
-        "binary", description="STL and PLY: binary (compact) or ASCII text. Other formats ignore it.")
+        "binary", description="STL and PLY: binary (compact) or ASCII text. Other formats ignore it.",
+        json_schema_extra={"x-enumLabels": {"binary": "Binary (compact)", "ascii": "ASCII text"}},
+    )
     source_unit: Unit = Field(
         "auto", description="The unit of a model whose file states none (STL, OBJ, PLY, OFF). auto: the unit "
                             "stays unknown, and a 3MF is written in millimetres, its default. Coordinates are "
-                            "never rescaled; the unit is only recorded where the output can hold it.")
+                            "never rescaled; the unit is only recorded where the output can hold it.",
+        title="Unit of the model",
+        json_schema_extra={
+            "x-enumLabels": {
+                "auto": "Not stated",
+                "micron": "Micrometres",
+                "millimeter": "Millimetres",
+                "centimeter": "Centimetres",
+                "meter": "Metres",
+                "inch": "Inches",
+                "foot": "Feet",
+            },
+        },
+    )
 
 
 class ModelTool(Tool):

@@ -50,10 +50,14 @@ class ModelThumbnailParams(CamelParams):
     colour: Colour = Field("#78a0d2", description="The model's colour (as #rrggbb), shaded by the light.")
     view: Literal["iso", "front", "top", "side"] = Field(
         "iso", description="Where the model is seen from: iso (three-quarter, from the front right and above), "
-                           "front, top, or side (from the right).")
+                           "front, top, or side (from the right).",
+        json_schema_extra={"x-enumLabels": {"iso": "Three-quarter", "front": "Front", "top": "Top", "side": "Side"}},
+    )
     up_axis: Literal["auto", "y", "z"] = Field(
         "auto", description="Which axis points up in the model. auto: Y for glTF, GLB and OBJ, Z for STL, 3MF, "
-                            "PLY and OFF, as their usual tools write them.")
+                            "PLY and OFF, as their usual tools write them.",
+        json_schema_extra={"x-enumLabels": {"auto": "By file type", "y": "Y axis", "z": "Z axis"}},
+    )
 
 
 class ModelThumbnail(ModelTool):

@@ -112,6 +112,8 @@ class ConvertParams(ImageParams):
         "camera",
         description="Camera RAW: the white balance the camera recorded, one worked out from the picture (auto), "
         "or plain daylight.",
+        title="RAW white balance",
+        json_schema_extra={"x-enumLabels": {"camera": "As shot", "auto": "Automatic", "daylight": "Daylight"}},
     )
     raw_preview: bool = Field(
         False,
@@ -119,12 +121,22 @@ class ConvertParams(ImageParams):
         "(much faster, often smaller). A JPEG preview is not re-encoded when the output is jpg.",
     )
     raw_bit_depth: Literal[8, 16] = Field(
-        8, description="Camera RAW: bits per channel of png and tiff output; 16 keeps the sensor's tonal detail."
+        8, description="Camera RAW: bits per channel of png and tiff output; 16 keeps the sensor's tonal detail.",
+        title="RAW bit depth",
+        json_schema_extra={"x-enumLabels": {"8": "8 bits per channel", "16": "16 bits per channel"}},
     )
     layers: Literal["flatten", "each"] = Field(
         "flatten",
         description="Photoshop (psd, psb): one flattened picture, or each layer as its own file named after it "
         "(hidden layers too).",
+        title="Photoshop layers",
+        json_schema_extra={
+            "x-enumLabels": {"flatten": "One flattened picture", "each": "Each layer as a file"},
+            "x-enumDescriptions": {
+                "flatten": "One picture, as the layers look together.",
+                "each": "Each layer as its own file named after it (hidden layers too).",
+            },
+        },
     )
     trim_layers: bool = Field(
         False, description="With layers 'each': crop every layer to its own bounds instead of the whole canvas."

@@ -72,6 +72,14 @@ class ResizeParams(ImageParams):
         "contain",
         description="With width and height: contain fits inside the box, cover fills it and crops the overflow, "
         "exact stretches to it.",
+        json_schema_extra={
+            "x-enumLabels": {"contain": "Fit inside", "cover": "Fill and crop", "exact": "Stretch"},
+            "x-enumDescriptions": {
+                "contain": "The picture fits inside the width and height.",
+                "cover": "The picture fills them and the overflow is cropped.",
+                "exact": "The picture is stretched to them.",
+            },
+        },
     )
     no_enlarge: bool = Field(False, description="Never make an image bigger than it is.")
 
@@ -144,7 +152,12 @@ class RotateParams(ImageParams):
     angle: float = Field(
         90, ge=-360, le=360, description="Clockwise turn in degrees; angles other than 90/180/270 widen the canvas."
     )
-    flip: Literal["none", "horizontal", "vertical"] = Field("none", description="Mirror the image after turning it.")
+    flip: Literal["none", "horizontal", "vertical"] = Field(
+        "none", description="Mirror the image after turning it.",
+        json_schema_extra={
+            "x-enumLabels": {"none": "No flip", "horizontal": "Left to right", "vertical": "Upside down"},
+        },
+    )
 
 
 def rotate_frame(frame: Image.Image, angle: float, flip: str, background: str, keep_alpha: bool) -> Image.Image:

@@ -40,7 +40,10 @@ class VectorParams(CamelParams):
     text_as_path: bool = Field(True, description="PDF, EMF or WMF to SVG: draw text as outlines (looks the same "
                                                  "everywhere; off keeps it as text, which needs the fonts).")
     color_mode: Literal["color", "binary"] = Field("color", description="Picture to SVG: trace colours, or black "
-                                                                        "and white (for logos and line art).")
+                                                                        "and white (for logos and line art).",
+        title="Colours",
+        json_schema_extra={"x-enumLabels": {"color": "Colour", "binary": "Black and white"}},
+    )
     filter_speckle: int = Field(4, ge=0, le=128, description="Picture to SVG: drop specks smaller than this many "
                                                              "pixels.")
     color_precision: int = Field(6, ge=1, le=8, description="Picture to SVG: bits per colour channel kept "

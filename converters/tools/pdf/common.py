@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, get_args
 
 from pydantic import AfterValidator, Field
 
@@ -21,6 +21,12 @@ if TYPE_CHECKING:
 # A page range field: the pattern lets a form check it as typed, the validator catches "0" and "5-3".
 PageSpec = Annotated[str, AfterValidator(check_page_spec)]
 REFERENCE = re.compile(r"(\d+)\s+\d+\s+R")
+
+
+def place_labels(places: Any) -> dict[str, Any]:
+    """``x-enumLabels`` for a place on the page, from the ``Literal`` of its values: ``"top-left"`` -> "Top left",
+    ``"bottom-center"`` -> "Bottom centre"."""
+    return {place: place.replace("-", " ").replace("center", "centre").capitalize() for place in get_args(places)}
 
 
 def pages_field(default: Any, what: str) -> Any:

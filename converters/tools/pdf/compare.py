@@ -26,7 +26,9 @@ GAP = 24.0  # points between the two pages of a side-by-side sheet
 
 class CompareParams(CamelParams):
     granularity: Literal["words", "lines"] = Field(
-        "words", description="Compare word by word (precise) or line by line (changed lines as a whole)."
+        "words", description="Compare word by word (precise) or line by line (changed lines as a whole).",
+        title="Compare",
+        json_schema_extra={"x-enumLabels": {"words": "Word by word", "lines": "Line by line"}},
     )
     ignore_case: bool = Field(False, description="Treat upper and lower case as the same.")
 

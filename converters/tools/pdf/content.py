@@ -166,7 +166,16 @@ class PdfRemoveBlankPages(PdfTool):
 class FlattenParams(CamelParams):
     mode: Literal["vector", "image"] = Field(
         "vector", description="vector: draw fields and annotations into the page content, text stays text; "
-        "image: turn every page into a picture of itself (nothing can be edited or selected any more).")
+        "image: turn every page into a picture of itself (nothing can be edited or selected any more).",
+        title="Flatten",
+        json_schema_extra={
+            "x-enumLabels": {"vector": "Into the page (text stays text)", "image": "Into pictures of the pages"},
+            "x-enumDescriptions": {
+                "vector": "Fields and annotations are drawn into the page content; text stays text.",
+                "image": "Every page becomes a picture of itself; nothing can be edited or selected any more.",
+            },
+        },
+    )
     annotations: bool = Field(True, description='Flatten comments, highlights, stamps and other annotations '
                                                 '(links stay links). Mode "image" always flattens them.')
     forms: bool = Field(True, description='Flatten form fields: their values become part of the page. '

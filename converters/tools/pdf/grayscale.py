@@ -21,7 +21,16 @@ if TYPE_CHECKING:
 class GrayscaleParams(CamelParams):
     mode: Literal["vector", "image"] = Field(
         "vector", description="vector: recolour text, drawings, images, annotations and form fields, which all "
-        "stay what they are; image: replace each page by a grey picture of it (text is no longer text).")
+        "stay what they are; image: replace each page by a grey picture of it (text is no longer text).",
+        title="Method",
+        json_schema_extra={
+            "x-enumLabels": {"vector": "Recolour (text stays text)", "image": "Grey pictures of the pages"},
+            "x-enumDescriptions": {
+                "vector": "Text, drawings, images, annotations and form fields are recoloured and stay what they are.",
+                "image": "Each page is replaced by a grey picture of it; text is no longer text.",
+            },
+        },
+    )
     dpi: int = Field(150, ge=36, le=600, description=DPI_FIELD_DESCRIPTION)
     jpeg_quality: int = Field(75, ge=1, le=100, description='With mode "vector": quality of the grey JPEGs '
                                                             "written for JPEG photos (1-100).")

@@ -16,7 +16,7 @@ from converters.engines.mupdf import PYMUPDF, save_pdf
 from converters.engines.pictures import IMAGE_FORMATS, PILLOW, load_picture, precheck_images
 from converters.inputs.limits import pixel_limit
 from converters.inputs.pages import ALL_PAGES, page_set
-from converters.tools.pdf.common import OnTop, PageSpec, PdfTool, pages_field, stem_of
+from converters.tools.pdf.common import OnTop, PageSpec, PdfTool, pages_field, place_labels, stem_of
 from converters.tools.pdf.render import image_for_pdf
 
 if TYPE_CHECKING:
@@ -169,7 +169,10 @@ ADD_IMAGE_FORMATS = tuple(f for f in IMAGE_FORMATS if f != "ico")
 
 
 class AddImageParams(CamelParams):
-    position: Placement = Field("center", description="Where on the page the image sits.")
+    position: Placement = Field(
+        "center", description="Where on the page the image sits.",
+        json_schema_extra={"x-enumLabels": place_labels(Placement)},
+    )
     scale: float = Field(0.3, ge=0.01, le=1.0, description="Width of the image as a fraction of the page's "
                                                            "width (it is made smaller if it would not fit).")
     opacity: float = Field(1.0, ge=0.0, le=1.0, description="0 (invisible) to 1 (solid).")

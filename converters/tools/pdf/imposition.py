@@ -47,11 +47,19 @@ class NUpParams(CamelParams):
     pages_per_sheet: Literal[2, 4, 6, 9] = Field(
         2, description="Pages on each sheet: 2 (side by side, landscape sheet), 4 (2 x 2), 6 (3 x 2, landscape) "
         "or 9 (3 x 3).",
+        json_schema_extra={
+            "x-enumLabels": {"2": "2 (side by side)", "4": "4 (2 × 2)", "6": "6 (3 × 2)", "9": "9 (3 × 3)"},
+        },
     )
     order: Literal["across", "down"] = Field(
-        "across", description="across: left to right, then the next row; down: top to bottom, then the next column."
+        "across", description="across: left to right, then the next row; down: top to bottom, then the next column.",
+        json_schema_extra={"x-enumLabels": {"across": "Across, then down", "down": "Down, then across"}},
     )
-    sheet: Sheet = Field("A4", description="The sheet size; same: the size of the first page.")
+    sheet: Sheet = Field(
+        "A4", description="The sheet size; same: the size of the first page.",
+        title="Sheet size",
+        json_schema_extra={"x-enumLabels": {"A4": "A4", "Letter": "Letter", "same": "Size of the first page"}},
+    )
     margin: float = Field(18, ge=0, le=72, description="Space around the sheet's edge and between pages, in points.")
     border: bool = Field(False, description="Draw a thin frame around each page.")
 
@@ -127,6 +135,8 @@ class BookletParams(CamelParams):
     sheet: Sheet = Field(
         "A4", description="The sheet size (landscape, two pages on each side); same: twice the first page's "
         "width, so each page keeps its size.",
+        title="Sheet size",
+        json_schema_extra={"x-enumLabels": {"A4": "A4", "Letter": "Letter", "same": "Keep the page size"}},
     )
     right_to_left: bool = Field(
         False, description="For right-to-left scripts (Arabic, Hebrew): the booklet opens the other way."

@@ -24,6 +24,7 @@ from converters.tools.pdf.common import (
     PdfTool,
     check_input_count,
     pages_field,
+    place_labels,
     show_page,
     stem_of,
 )
@@ -80,7 +81,10 @@ PLACEHOLDERS = ("n", "total")
 
 
 class PageNumberParams(CamelParams):
-    position: Corner = Field("bottom-center", description="Where on the page, as the reader sees it.")
+    position: Corner = Field(
+        "bottom-center", description="Where on the page, as the reader sees it.",
+        json_schema_extra={"x-enumLabels": place_labels(Corner)},
+    )
     format: str = Field(
         "{n}", min_length=1, max_length=200,
         description='The text written; {n} is the page number and {total} the last number, e.g. "Page {n} of '
@@ -169,13 +173,24 @@ class CropParams(CamelParams):
     mode: Literal["margins", "auto"] = Field(
         "margins", description="margins: cut the given margins off each page; auto: cut each page to what is "
         "drawn on it (text, pictures, lines), plus padding.",
+        title="Crop",
+        json_schema_extra={
+            "x-enumLabels": {"margins": "Cut off margins", "auto": "To the content"},
+            "x-enumDescriptions": {
+                "margins": "Cut the given margins off each page.",
+                "auto": "Cut each page to what is drawn on it (text, pictures, lines), plus padding.",
+            },
+        },
     )
     top: float = Field(0, ge=0, le=14400, description="With mode margins: cut off at the top, as the page is seen.")
     bottom: float = Field(0, ge=0, le=14400, description="With mode margins: cut off at the bottom.")
     left: float = Field(0, ge=0, le=14400, description="With mode margins: cut off at the left.")
     right: float = Field(0, ge=0, le=14400, description="With mode margins: cut off at the right.")
     padding: float = Field(0, ge=0, le=1440, description="With mode auto: room left around the content.")
-    unit: Literal["pt", "mm"] = Field("pt", description="Unit of the margins and padding: points (1/72 inch) or mm.")
+    unit: Literal["pt", "mm"] = Field(
+        "pt", description="Unit of the margins and padding: points (1/72 inch) or mm.",
+        json_schema_extra={"x-enumLabels": {"pt": "Points", "mm": "Millimetres"}},
+    )
     pages: PageSpec = pages_field(ALL_PAGES, "Pages to crop")
 
     def points(self, value: float) -> float:
@@ -272,13 +287,27 @@ class PdfCrop(PdfTool):
 
 class ScaleParams(CamelParams):
     size: Literal["A4", "Letter", "Legal", "A3", "A5", "custom"] = Field(
-        "A4", description="The paper size every page gets; custom: width x height below."
+        "A4", description="The paper size every page gets; custom: width x height below.",
+        title="Paper size",
+        json_schema_extra={
+            "x-enumLabels": {
+                "A4": "A4",
+                "Letter": "Letter",
+                "Legal": "Legal",
+                "A3": "A3",
+                "A5": "A5",
+                "custom": "Custom",
+            },
+        },
     )
     width: float | None = Field(None, ge=36, le=14400, description="With size custom: the width in points.")
     height: float | None = Field(None, ge=36, le=14400, description="With size custom: the height in points.")
     orientation: Literal["auto", "portrait", "landscape"] = Field(
         "auto", description="auto: each page keeps its own orientation (a landscape page gets a landscape sheet); "
         "portrait or landscape: every page gets that one.",
+        json_schema_extra={
+            "x-enumLabels": {"auto": "As each page is", "portrait": "Portrait", "landscape": "Landscape"},
+        },
     )
 
     @model_validator(mode="after")
@@ -343,10 +372,26 @@ class OverlayParams(CamelParams):
     position: Literal["over", "under"] = Field(
         "over", description="over: the stamp is drawn on top of each page; under: behind it, as a background "
         "(hidden where the page paints an opaque background of its own).",
+        title="Stamp goes",
+        json_schema_extra={
+            "x-enumLabels": {"over": "On top", "under": "Behind (as a background)"},
+            "x-enumDescriptions": {
+                "over": "The stamp is drawn on top of each page.",
+                "under": "The stamp goes behind each page, hidden where the page paints an opaque background.",
+            },
+        },
     )
     mode: Literal["repeat", "first"] = Field(
         "repeat", description="repeat: page n gets the stamp's page n, starting over at the stamp's first page "
         "when it has fewer pages; first: every page gets the stamp's first page.",
+        title="Stamp pages",
+        json_schema_extra={
+            "x-enumLabels": {"repeat": "Page for page", "first": "Its first page everywhere"},
+            "x-enumDescriptions": {
+                "repeat": "Page n gets the stamp's page n, starting over when the stamp has fewer pages.",
+                "first": "Every page gets the stamp's first page.",
+            },
+        },
     )
     pages: PageSpec = pages_field(ALL_PAGES, "Pages of the first PDF to stamp")
 

@@ -28,6 +28,26 @@ class OrganizeParams(CamelParams):
         "dropped); reverse: last page first; duplicate: each page 'copies' times; oddEven: odd pages, then even "
         "ones; move: the 'pages' go before page 'before'; interleave: fronts and backs of a duplex scan merged "
         "(two PDFs, or one whose second half is the backs).",
+        title="What to do",
+        json_schema_extra={
+            "x-enumLabels": {
+                "order": "Put pages in an order",
+                "reverse": "Reverse",
+                "duplicate": "Duplicate pages",
+                "oddEven": "Odd pages, then even",
+                "move": "Move pages",
+                "interleave": "Merge a duplex scan",
+            },
+            "x-enumDescriptions": {
+                "order": "The pages in the order given (repeats allowed, pages left out are dropped).",
+                "reverse": "Last page first.",
+                "duplicate": "Each page as many times as given.",
+                "oddEven": "Odd pages, then even ones.",
+                "move": "The pages given go before the page given.",
+                "interleave": "Fronts and backs of a duplex scan merged (two PDFs, or one whose second half is "
+                "the backs).",
+            },
+        },
     )
     order: PageSpec | None = pages_field(None, 'With mode "order": the new page order, e.g. "3,1-2,5-"')
     copies: int = Field(2, ge=2, le=100, description='With mode "duplicate": how many times each page appears.')

@@ -134,6 +134,23 @@ class SplitParams(CamelParams):
         description="ranges: one file per comma-separated part of pages; every: a file per N pages; "
         "single: one file per page; size: files of at most maxMegabytes each; bookmarks: a file per "
         "bookmark (chapter) down to the bookmark level chosen.",
+        title="Split by",
+        json_schema_extra={
+            "x-enumLabels": {
+                "ranges": "Page ranges",
+                "every": "Every N pages",
+                "single": "Single pages",
+                "size": "Parts of a size",
+                "bookmarks": "Chapters (bookmarks)",
+            },
+            "x-enumDescriptions": {
+                "ranges": "One file per comma-separated part of the pages below.",
+                "every": "A file per N pages.",
+                "single": "One file per page.",
+                "size": "Files of at most the size below each.",
+                "bookmarks": "A file per bookmark (chapter), down to the bookmark level chosen.",
+            },
+        },
     )
     pages: PageSpec = pages_field(ALL_PAGES, 'With mode "ranges": one output file per part')
     every: int = Field(1, ge=1, le=10000, description='With mode "every": pages per output file.')
@@ -237,7 +254,11 @@ class PdfSplit(PdfTool):
 
 
 class RotateParams(CamelParams):
-    angle: Literal[90, 180, 270] = Field(90, description="Clockwise turn in degrees, added to each page's rotation.")
+    angle: Literal[90, 180, 270] = Field(
+        90, description="Clockwise turn in degrees, added to each page's rotation.",
+        title="Turn",
+        json_schema_extra={"x-enumLabels": {"90": "90° clockwise", "180": "180°", "270": "90° anticlockwise"}},
+    )
     pages: PageSpec = pages_field(ALL_PAGES, "Pages to turn")
 
 

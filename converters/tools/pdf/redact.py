@@ -154,6 +154,15 @@ class RedactParams(CamelParams):
     presets: list[PresetName] = Field(
         default_factory=list,
         description="Ready-made patterns: e-mail addresses, phone numbers, IBANs, payment card numbers.",
+        title="Also find",
+        json_schema_extra={
+            "x-enumLabels": {
+                "email": "E-mail addresses",
+                "phone": "Phone numbers",
+                "iban": "IBANs",
+                "creditCard": "Payment card numbers",
+            },
+        },
     )
     areas: list[Area] = Field(
         default_factory=list, max_length=MAX_AREAS,

@@ -77,7 +77,8 @@ def place_image(
 
 class ImageToPdfParams(CamelParams):
     page_size: Literal["a4", "letter", "fit"] = Field(
-        "a4", description="Page size: A4 or Letter (turned to suit each image), or fit each page to its image."
+        "a4", description="Page size: A4 or Letter (turned to suit each image), or fit each page to its image.",
+        json_schema_extra={"x-enumLabels": {"a4": "A4", "letter": "Letter", "fit": "Fit each image"}},
     )
     margin: float = Field(0.0, ge=0, le=144, description="Blank border around each image, in points (1/72 inch).")
 

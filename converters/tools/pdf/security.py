@@ -15,7 +15,7 @@ from converters.base import CamelParams, Context, ConversionError, InputFile, at
 from converters.engines.mupdf import open_pdf, save_pdf
 from converters.engines.pictures import HEX_COLOUR
 from converters.inputs.pages import ALL_PAGES, page_set
-from converters.tools.pdf.common import PageSpec, PdfTool, pages_field, stem_of
+from converters.tools.pdf.common import PageSpec, PdfTool, pages_field, place_labels, stem_of
 
 if TYPE_CHECKING:
     import pymupdf
@@ -44,6 +44,19 @@ class ProtectParams(CamelParams):
     permissions: list[Permission] = Field(
         list(ALL_PERMISSIONS),  # pydantic copies mutable defaults per instance
         description="What someone who opens the PDF with the user password may do.",
+        title="Allowed",
+        json_schema_extra={
+            "x-enumLabels": {
+                "print": "Print",
+                "printHq": "Print in high quality",
+                "copy": "Copy text and pictures",
+                "modify": "Change the content",
+                "annotate": "Add comments",
+                "forms": "Fill in forms",
+                "accessibility": "Extract for accessibility",
+                "assemble": "Insert, turn and delete pages",
+            },
+        },
     )
 
 
@@ -124,7 +137,10 @@ class WatermarkParams(CamelParams):
     opacity: float = Field(0.3, ge=0.05, le=1.0, description="0.05 (faint) to 1 (solid).")
     font_size: float = Field(48, ge=4, le=400, description="Font size in points.")
     rotation: float = Field(45, ge=-180, le=180, description="Counter-clockwise angle of the text, in degrees.")
-    position: Position = Field("center", description="Where on the page the text sits.")
+    position: Position = Field(
+        "center", description="Where on the page the text sits.",
+        json_schema_extra={"x-enumLabels": place_labels(Position)},
+    )
     color: str = Field("#808080", pattern=HEX_COLOUR, description="Text colour as #rrggbb.")
     pages: PageSpec = pages_field(ALL_PAGES, "Pages to mark")
 

@@ -30,7 +30,7 @@ from converters.base import (
     atomic_output,
 )
 from converters.engines.mupdf import PYMUPDF
-from converters.tools.pdf.common import PdfTool, stem_of
+from converters.tools.pdf.common import PdfTool, place_labels, stem_of
 
 if TYPE_CHECKING:
     import pymupdf
@@ -98,7 +98,10 @@ class SignParams(CamelParams):
     password: SecretStr = Field(..., max_length=1024, description="Password of the PKCS#12 (.p12/.pfx) file.")
     visible: bool = Field(False, description="Show the signature as a box on a page (otherwise it is invisible).")
     page: int = Field(1, ge=1, le=100_000, description="Page the visible signature goes on, 1-based.")
-    position: Corner = Field("bottom-right", description="Corner the visible signature sits in.")
+    position: Corner = Field(
+        "bottom-right", description="Corner the visible signature sits in.",
+        json_schema_extra={"x-enumLabels": place_labels(Corner)},
+    )
     box: list[float] | None = Field(
         None, min_length=4, max_length=4,
         description="Exact place of the visible signature, [x0, y0, x1, y1] in points from the top-left of the "
