@@ -60,6 +60,7 @@ class Settings:
     poll_interval_seconds: float = 0.05
     log_level: str = "info"
     access_log: bool = False  # a line per request (redacted) in the log; off by default, as its cost is per request
+    http_parser: str = "auto"  # httptools (fast, in C) when installed, else h11; or name one of them
     # tool-related settings (llm_provider, libreoffice_path ...): every other key of settings.toml
     tools: Mapping[str, Any] = field(default_factory=dict)
     # per-tool timeout overrides in seconds, e.g. {"video-convert": 7200}

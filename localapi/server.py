@@ -11,7 +11,7 @@ import uvicorn
 
 from localapi.core.service import Service
 from localapi.http.app import create_app
-from localapi.http.protocol import ProblemH11Protocol
+from localapi.http.protocol import http_protocol
 
 
 def port_free(host: str, port: int) -> bool:
@@ -29,6 +29,7 @@ def uvicorn_config(service: Service, **options: Any) -> uvicorn.Config:
     uvicorn's own (log level, access log, grace period). What the HTTP layer refuses is answered as
     problem+json too (:mod:`localapi.http.protocol`); the API has no WebSocket, so an upgrade request
     is served as plain HTTP rather than by a WebSocket library's own plain-text answers.
+    The event loop is asyncio's, even where uvloop is installed: the bench showed no gain from it.
 
     uvicorn believes ``X-Forwarded-For`` from loopback by default, which on a loopback server lets any
     client name the address it is counted under; only the ``trusted_proxies`` setting turns it on."""
@@ -36,7 +37,8 @@ def uvicorn_config(service: Service, **options: Any) -> uvicorn.Config:
     proxies = list(settings.trusted_proxies)
     return uvicorn.Config(create_app(service), host=settings.host, port=settings.port, server_header=False,
                           log_config=None, proxy_headers=bool(proxies), forwarded_allow_ips=proxies or None,
-                          http=ProblemH11Protocol, ws="none", **options)
+                          http=http_protocol(settings.http_parser), ws="none", loop="asyncio",
+                          **options)
 
 
 class ApiServer:

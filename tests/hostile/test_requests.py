@@ -53,6 +53,32 @@ def key(server: Server) -> str:
     return server.create_key()
 
 
+@dataclass
+class Wire:
+    server: Server
+    key: str
+
+
+@pytest.fixture(scope="module", params=["httptools", "h11"])
+def wire(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wire]:
+    """A server on each HTTP parser (the ``http_parser`` setting): what the HTTP layer does itself
+    (stalls, refusals, chunked bodies) is the same on both."""
+    root = tmp_path_factory.mktemp(f"wire-{request.param}")
+    (root / "data").mkdir()
+    write_settings(root / "data", http_parser=request.param)
+    srv = start_server(root / "data", root / "server.log", "--workers", "0")
+    yield Wire(srv, srv.create_key())
+    srv.stop()
+
+
+def test_auto_serves_with_httptools() -> None:
+    """httptools is a dependency (the fast parser); ``auto`` picks it, and h11 stays for ``h11``."""
+    from localapi.http.protocol import ProblemH11Protocol, ProblemHttpToolsProtocol, http_protocol
+
+    assert http_protocol("auto") is ProblemHttpToolsProtocol
+    assert http_protocol("h11") is ProblemH11Protocol
+
+
 # --------------------------------------------------------------------------- raw HTTP over a socket
 
 
@@ -173,7 +199,8 @@ def test_a_declared_json_body_over_the_limit_is_413_at_once(server: Server, key:
     assert memory.growth < 64 * MB, memory.growth
 
 
-def test_a_chunked_json_body_is_cut_off_at_the_limit(server: Server, key: str) -> None:
+def test_a_chunked_json_body_is_cut_off_at_the_limit(wire: Wire) -> None:
+    server, key = wire.server, wire.key
     warm_up(server, key)
     total = 200 * MB
     with PeakMemory(server.process.pid) as memory:
@@ -218,7 +245,8 @@ def closes_within(sock: socket.socket, seconds: float) -> tuple[bool, bytes]:
     return False, received
 
 
-def test_half_sent_headers_and_bodies_are_closed_and_slow_uploads_are_not(server: Server, key: str) -> None:
+def test_half_sent_headers_and_bodies_are_closed_and_slow_uploads_are_not(wire: Wire) -> None:
+    server, key = wire.server, wire.key
     port = server.port
     files_head = head("POST", "/v1/files", port, {
         "X-API-Key": key, "Content-Type": "multipart/form-data; boundary=b", "Content-Length": "100000"})
@@ -322,8 +350,8 @@ def test_a_multipart_boundary_over_256_characters_is_malformed_request(server: S
     (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\x00" * 40, 400, "malformed_request"),  # TLS to plain HTTP
 ], ids=["header over 16 KB", "non-ASCII path", "two Host headers", "unknown transfer coding",
         "two content lengths", "HTTP/0.9", "TLS hello"])
-def test_requests_the_http_layer_refuses_are_problem_json(server: Server, raw: bytes, status: int, code: str) -> None:
-    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+def test_requests_the_http_layer_refuses_are_problem_json(wire: Wire, raw: bytes, status: int, code: str) -> None:
+    with socket.create_connection(("127.0.0.1", wire.server.port), timeout=30) as sock:
         try:
             for i in range(0, len(raw), 8192):  # in pieces, as a big header arrives over the network
                 if select.select([sock], [], [], 0.05)[0]:
