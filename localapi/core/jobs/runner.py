@@ -218,8 +218,8 @@ def run_supervised(
     child = pool.take() if pool is not None else None
     if child is None:
         child = Child(log_path) if pool is None else pool.new_child()
+    child.send(spec)  # the child starts at once; the supervisor records it meanwhile
     on_start(child.pid)
-    child.send(spec)
     outcome, reuse = _supervise(child, timeout, on_progress, should_cancel, on_tick)
     if outcome.status == JobStatus.FAILED and outcome.error_code in ("engine_error", "engine_crashed"):
         log.warning("conversion child %d failed (%s); its last output:\n%s", child.pid, outcome.message,
