@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 PAGES_HINT = 'e.g. "1-3,5,8-"'
@@ -100,7 +100,26 @@ def fields_from_schema(schema: dict[str, Any]) -> list[FieldSpec]:
     specs = []
     for name, prop in schema.get("properties", {}).items():
         specs.append(_field(name, prop, name in required))
-    return specs
+    return _choices_in_words(specs)
+
+
+def _choices_in_words(specs: list[FieldSpec]) -> list[FieldSpec]:
+    """Descriptions as the form shows them: where one names another field's choice by its API value
+    (``With mode "ranges": ...``, ``use mode "vector"``), the choice's label stands in for both
+    (``With “Page ranges”: ...``)."""
+    swaps: list[tuple[re.Pattern[str], str]] = []
+    for spec in specs:
+        for value, label in spec.option_labels.items():
+            regex = rf'\b{re.escape(spec.name)} (?:"{re.escape(value)}"|{re.escape(value)}\b)'
+            swaps.append((re.compile(regex, re.IGNORECASE), f"“{label}”"))
+    swaps.append((re.compile(r'\boutput "(\w+)"'), "output format “\\1”"))  # the form's Output format, not a param
+    out = []
+    for spec in specs:
+        text = spec.description
+        for pattern, words in swaps:
+            text = pattern.sub(words, text)
+        out.append(spec if text == spec.description else replace(spec, description=text))
+    return out
 
 
 def _field(name: str, prop: dict[str, Any], required: bool) -> FieldSpec:

@@ -112,3 +112,31 @@ def test_the_form_shows_the_words_and_sends_the_ids(qtbot: QtBot) -> None:
     assert isinstance(presets, MultiChoice)
     assert [box.text() for box in presets.findChildren(QCheckBox)] == [
         "E-mail addresses", "Phone numbers", "IBANs", "Payment card numbers"]
+
+
+def raw_choices_named(specs: list[FieldSpec]) -> list[str]:
+    """Descriptions that still name a choice by its API value, ``mode "ranges"`` or ``mode ranges``."""
+    found = []
+    for spec in specs:
+        for other in specs:
+            for value in other.option_labels:
+                if re.search(rf'\b{re.escape(other.name)} "?{re.escape(value)}\b', spec.description, re.IGNORECASE):
+                    found.append(f"{spec.name}: {spec.description[:80]}")
+    return found
+
+
+@pytest.mark.parametrize("tool", TOOLS, ids=lambda t: t.id)
+def test_descriptions_name_other_fields_choices_by_their_labels(tool: ToolInfo) -> None:
+    assert raw_choices_named(fields_from_schema(tool.schema)) == []
+
+
+def test_a_description_names_the_choice_it_depends_on_in_words() -> None:
+    specs = {s.name: s for s in fields_from_schema({t.id: t.schema for t in TOOLS}["pdf-split"])}
+    assert specs["pages"].description.startswith("With “Page ranges”: one output file per part")
+    assert specs["every"].description == "With “Every N pages”: pages per output file."
+    schema = _schema_with({"enum": ["image"], "title": "Flatten", "x-enumLabels": {"image": "Into pictures"}})
+    schema["properties"]["dpi"] = {"type": "integer", "description": 'With mode "image": resolution.'}
+    schema["properties"]["note"] = {"type": "string", "description": 'With output "pdf": kept; (mode image) too.'}
+    specs = {s.name: s for s in fields_from_schema(schema)}
+    assert specs["dpi"].description == "With “Into pictures”: resolution."
+    assert specs["note"].description == "With output format “pdf”: kept; (“Into pictures”) too."
