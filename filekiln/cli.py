@@ -15,7 +15,7 @@ from typing import Any
 from filekiln.convert import ProgressBar, cmd_convert
 from filekiln.presets import cmd_presets
 from localapi import __version__
-from localapi.config import DEFAULT_PORT, Settings, is_loopback_host, load_settings
+from localapi.config import DEFAULT_PORT, SettingError, Settings, is_loopback_host, load_settings
 from localapi.core.datadir import private_umask
 from localapi.logs import setup_logging
 
@@ -125,7 +125,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "serve": cmd_serve, "worker": cmd_worker, "keys": cmd_keys, "tools": cmd_tools, "convert": cmd_convert,
         "models": cmd_models, "watch": cmd_watch, "presets": cmd_presets, "doctor": cmd_doctor,
     }
-    return handlers[command](args, settings)
+    try:
+        return handlers[command](args, settings)
+    except SettingError as exc:  # e.g. a queue_url that is not Redis, or a Redis that does not answer
+        print(f"FileKiln cannot start: {exc}", file=sys.stderr)
+        return 1
 
 
 def cmd_gui(settings: Settings, files: Sequence[Path] = ()) -> int:
@@ -137,10 +141,19 @@ def cmd_gui(settings: Settings, files: Sequence[Path] = ()) -> int:
     return run(settings, files=files)
 
 
-def open_service(settings: Settings) -> Any:
+def open_service(settings: Settings, *, queue_needed: bool = False) -> Any:
+    """The service on ``settings``; with ``queue_needed`` (commands that run workers), a queue that
+    cannot be reached is a SettingError that says why, before anything starts."""
     from localapi.core.service import Service
 
-    return Service.open(settings)
+    service = Service.open(settings)
+    if queue_needed:
+        try:
+            service.queue.check()
+        except SettingError:
+            service.close()
+            raise
+    return service
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -154,7 +167,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     if not is_loopback_host(settings.host):
         log.warning("binding to %s: FileKiln is reachable from other machines; keys are required on every call",
                     settings.host)
-    service = open_service(settings)
+    service = open_service(settings, queue_needed=True)
     if settings.workers > 0:  # --workers 0: API only, with `filekiln worker` processes doing the jobs
         service.start_workers()
     config = uvicorn_config(service, log_level=settings.log_level, access_log=settings.access_log,
@@ -181,7 +194,7 @@ def _interrupt(signum: int, frame: object) -> None:
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     private_umask()
     setup_logging(settings)
-    service = open_service(settings)
+    service = open_service(settings, queue_needed=True)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -216,7 +229,7 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
         else:
             print(f"failed {result.rel_path}: {result.message} (see {result.report})", flush=True)
 
-    service = open_service(settings)
+    service = open_service(settings, queue_needed=not (args.list or args.remove))
     try:
         watch = open_watch(service, polling=args.polling, on_result=said)
         if args.list:

@@ -36,7 +36,7 @@ def run_checks(settings: Settings) -> list[Check]:
     if checks[0].state == "fail":
         return checks
     checks.append(check_database(settings.data_dir / "filekiln.db"))
-    checks.append(check_queue(settings.data_dir / "queue.db"))
+    checks.append(check_queue(settings.data_dir / "queue.db", settings.queue_url))
     checks.append(check_disk(settings.data_dir))
     checks.append(check_port(settings.host, settings.port))
     if any(c.state == "fail" for c in checks):
@@ -90,8 +90,11 @@ def check_database(path: Path) -> Check:
     return Check("metadata database", "ok", f"SQLite, {path}, {jobs} jobs kept")
 
 
-def check_queue(path: Path) -> Check:
-    """Huey's queue file opens and passes the quick check (it can always be rebuilt from the job table)."""
+def check_queue(path: Path, queue_url: str = "") -> Check:
+    """Huey's queue file opens and passes the quick check (it can always be rebuilt from the job table);
+    or, with a ``queue_url``, Redis answers."""
+    if queue_url.strip():
+        return check_redis_queue(path, queue_url)
     if not path.exists():
         return Check("queue", "ok", f"Huey on SQLite, {path} will be made at the first start")
     try:
@@ -102,6 +105,22 @@ def check_queue(path: Path) -> Check:
     if verdict != "ok":
         return Check("queue", "fail", f"{path} is damaged; delete it: FileKiln rebuilds it from the job table.")
     return Check("queue", "ok", f"Huey on SQLite, {path}")
+
+
+def check_redis_queue(path: Path, queue_url: str) -> Check:
+    """The queue_url is one FileKiln can use, and the Redis it names answers (a PING)."""
+    from localapi.config import SettingError
+    from localapi.core.queue import JobQueue
+
+    try:
+        queue = JobQueue(path, queue_url)
+    except SettingError as exc:
+        return Check("queue", "fail", f"{exc} (queue_url in settings.toml, or FILEKILN_QUEUE_URL)")
+    state = queue.describe()
+    if not state["ok"]:
+        return Check("queue", "fail", f"Huey on Redis, {state['target']}: {state['error']}. Start Redis there, or "
+                                      "correct queue_url (settings.toml, or FILEKILN_QUEUE_URL).")
+    return Check("queue", "ok", f"Huey on Redis, {state['target']} answers; {queue.pending()} messages waiting")
 
 
 def check_disk(data_dir: Path) -> Check:
@@ -148,9 +167,33 @@ def check_tools(settings: Settings) -> list[Check]:
             checks.append(Check("engines", "warn", "not installed: " + ", ".join(name for name, _ in missing)))
         for module, error in service.catalogue.broken.items():
             checks.append(Check(f"tools in {module}", "fail", f"could not be loaded: {error}"))
+        checks.extend(check_workers(service))
         return checks
     finally:
         service.close()
+
+
+def check_workers(service: Any) -> list[Check]:
+    """The alive worker processes and what each leaves to others; a warning for queued jobs no alive worker takes."""
+    from localapi.core.jobs.registry import health_view
+
+    view = health_view(service.db, service.catalogue)
+    processes, waiting = view["workerProcesses"], view["waitingForWorker"]
+    checks = []
+    if not processes:
+        checks.append(Check("workers", "ok", "no worker process is running now; jobs run once 'filekiln serve', "
+                                             "'filekiln worker' or the desktop app runs"))
+    for p in processes:
+        leaves = f"; leaves to others: {', '.join(p['cannotRun'])}" if p["cannotRun"] else "; runs every tool"
+        part = f"; runs in part only: {', '.join(p['inPart'])}" if p["inPart"] else ""
+        checks.append(Check(f"worker {p['host']} pid {p['pid']}", "ok", f"alive, {p['slots']} slots{leaves}{part}"))
+    if waiting:
+        jobs = sum(waiting.values())
+        tools = ", ".join(f"{tool} ({n})" for tool, n in sorted(waiting.items()))
+        who = "no worker process is running" if not processes else "no alive worker can run their tools"
+        checks.append(Check("queued jobs", "warn", f"{jobs} queued job(s) wait for a worker: {who}: {tools}. Start "
+                                                   "'filekiln worker' where those tools' engines are installed."))
+    return checks
 
 
 def report(checks: list[Check]) -> str:

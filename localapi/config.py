@@ -35,6 +35,10 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
+class SettingError(Exception):
+    """A setting FileKiln cannot work with; the message says which, and why, in words."""
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path = field(default_factory=default_data_dir)
@@ -58,6 +62,9 @@ class Settings:
     job_memory_limit_mb: int = 4096
     purge_interval_seconds: float = 600.0
     poll_interval_seconds: float = 0.05
+    # the job queue: empty for Huey on SQLite in the data dir; redis://[:password@]host:port/db (or
+    # rediss://) for Huey on Redis, shared by API and worker processes on several machines
+    queue_url: str = ""
     log_level: str = "info"
     access_log: bool = False  # a line per request (redacted) in the log; off by default, as its cost is per request
     http_parser: str = "auto"  # httptools (fast, in C) when installed, else h11; or name one of them

@@ -104,6 +104,13 @@ create table if not exists watched_files (
     unique (folder_id, rel_path, size, mtime_ns, sha256)
 );
 create index if not exists watched_files_status on watched_files (folder_id, status);
+-- worker processes (localapi/core/jobs/registry.py): alive while heartbeat_at is recent; tools and partial
+-- are JSON lists of the tool ids a process takes, and of those it runs only in part
+create table if not exists workers (
+    id text primary key, host text not null, pid integer not null, slots integer not null,
+    started_at real not null, heartbeat_at real not null, tools text not null default '[]',
+    partial text not null default '[]'
+);
 -- presets: named lists of steps, shared by every face of one install (the built-in ones live in code)
 create table if not exists presets (
     name text primary key, description text not null default '', steps text not null,

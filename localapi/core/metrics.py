@@ -2,8 +2,9 @@
 
 Everything is read from the job table, the source of truth, so every API process of one install
 answers the same: jobs and workflows by state (and jobs by tool), the queue's depth, how long jobs
-took by tool (a histogram of the finished ones still kept), and this process's workers and event
-listeners. Reads are aggregates over indexed columns; nothing is kept between scrapes.
+took by tool (a histogram of the finished ones still kept), the alive worker processes and their slots
+(the ``workers`` table), and this process's workers and event listeners. Reads are aggregates over
+indexed columns; nothing is kept between scrapes.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from localapi import __version__
+from localapi.core.jobs.registry import alive_rows
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # seconds: a small image converts in well under 0.1 s, a feature film in over an hour
@@ -51,6 +53,11 @@ def render(service: Any) -> str:
     pool = service.pool
     lines += _family("filekiln_workers", "gauge", "Worker slots running jobs in this process.",
                      [_sample("filekiln_workers", {}, pool.workers if pool is not None else 0)])
+    alive = alive_rows(db)
+    lines += _family("filekiln_worker_processes", "gauge", "Alive processes running workers on this install.",
+                     [_sample("filekiln_worker_processes", {}, len(alive))])
+    lines += _family("filekiln_worker_slots", "gauge", "Worker slots of the alive worker processes (jobs at once).",
+                     [_sample("filekiln_worker_slots", {}, sum(r["slots"] for r in alive))])
     lines += _family("filekiln_event_listeners", "gauge", "Waiting requests and event streams open in this process.",
                      [_sample("filekiln_event_listeners", {}, service.events.listening)])
     return "\n".join(lines) + "\n"

@@ -22,6 +22,7 @@ from localapi.core.files import FileStore
 from localapi.core.idempotency import IdempotencyStore
 from localapi.core.jobs import Caller, Job, JobService
 from localapi.core.jobs.events import EventFeed
+from localapi.core.jobs.registry import WorkerRegistry
 from localapi.core.jobs.sealed import Sealer
 from localapi.core.jobs.worker import JobSettings, JobWorker
 from localapi.core.keys import KeyService
@@ -29,6 +30,7 @@ from localapi.core.queue import JobQueue, WorkerPool
 from localapi.core.ratelimit import RateLimiter, RateLimits
 from localapi.core.retention import purge_expired
 from localapi.core.signing import LinkSigner
+from localapi.core.states import JobStatus
 from localapi.core.switches import AVAILABILITY_TTL, Switches
 from localapi.core.webhooks import Webhooks
 from localapi.core.workflows.presets import PresetStore
@@ -56,6 +58,7 @@ class Service:
     presets: PresetStore
     workflows: WorkflowService
     pool: WorkerPool | None = None
+    registry: WorkerRegistry | None = None  # this process's row in the workers table, while workers run
     _engines: tuple[float, dict[str, dict[str, Any]]] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -68,7 +71,10 @@ class Service:
         db = Database(data / "filekiln.db")
         files = FileStore(db, data / "files", settings.retention_days * 86400)
         catalogue = catalogue or load_catalogue()
-        queue = JobQueue(data / "queue.db")
+        queue = JobQueue(data / "queue.db", settings.queue_url)
+        # what a remote queue must carry a message for (JobQueue.resync, after Redis was away)
+        queue.waiting = lambda: [r["id"] for r in db.all(
+            "select id from jobs where status = ? order by created_at", JobStatus.QUEUED)]
         events = EventFeed(db)
         sealer = Sealer(data / "params.key")
         switches = Switches(db, ToolEnv(models_dir=data / "models", settings=dict(settings.tools)))
@@ -113,6 +119,9 @@ class Service:
             if any(counts.values()):
                 log.info("recovered jobs: %s", counts)
             self.worker.start(count)
+            # registered (and told which tools to leave to others) before the first claim
+            self.registry = WorkerRegistry(self.db, self.catalogue, self.switches, self.worker)
+            self.registry.start(count, self.queue.doorbell.hand)
             self.pool = pool = WorkerPool(self.queue, count, self.settings.poll_interval_seconds,
                                           on_tick=self.housekeeping,
                                           tick_seconds=min(10.0, self.settings.purge_interval_seconds))
@@ -125,12 +134,17 @@ class Service:
             if self.pool is not None:
                 self.pool.stop(timeout)
                 self.pool = None
+            if self.registry is not None:
+                self.registry.stop()
+                self.registry = None
             self.worker.stop()
 
     _last_purge: float = 0.0
 
     def housekeeping(self) -> None:
         self.worker.recover()
+        if self.registry is not None:
+            self.registry.beat()  # alive, and what it takes now
         self.workflows.sweep()
         if time.monotonic() - self._last_purge >= self.settings.purge_interval_seconds:
             self._last_purge = time.monotonic()
@@ -203,6 +217,8 @@ class Service:
             download(get_entry(name), self.settings.data_dir / "models", progress, cancelled)
         finally:
             self.switches.refresh()  # tools waiting for this model may run now
+            if self.registry is not None:
+                self.registry.beat()
 
     def close(self) -> None:
         self.stop_workers()

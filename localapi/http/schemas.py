@@ -282,12 +282,33 @@ class JobSecretOut(BaseModel):
     createdAt: datetime
 
 
+class WorkerProcessOut(BaseModel):
+    """A process running workers on this install (``filekiln serve``, ``filekiln worker``, the desktop app)."""
+
+    id: str = Field(description="host:pid:start-time; the `worker` its jobs record")
+    host: str
+    pid: int
+    slots: int = Field(description="jobs it runs at once")
+    startedAt: datetime
+    lastSeenAt: datetime = Field(description="its last heartbeat; one older than a minute means it is gone")
+    cannotRun: list[str] = Field(description="ids of the tools whose jobs it leaves to other workers: their "
+                                             "engines or models are missing there, or they would run there only "
+                                             "in part while another worker runs them in full")
+    inPart: list[str] = Field(default_factory=list, description="ids of the tools it runs without an engine they "
+                                                                "keep running (Document to PDF without LibreOffice)")
+
+
 class HealthOut(BaseModel):
     status: Literal["ok"]
     version: str
     apiVersion: str
     maintenance: bool
-    workers: bool
+    workers: bool = Field(description="whether this process runs workers")
+    workerProcesses: list[WorkerProcessOut] = Field(
+        default_factory=list, description="the alive processes running workers on this install, oldest first")
+    waitingForWorker: dict[str, int] = Field(
+        default_factory=dict, description="queued jobs, by tool, that no alive worker takes: they wait for a "
+                                          "worker that can run them")
     queued: int
     engines: dict[str, dict[str, Any]]
     brokenModules: dict[str, str] = Field(default_factory=dict, description="tool modules that failed to load")

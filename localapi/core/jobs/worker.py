@@ -110,6 +110,8 @@ class JobWorker:
         self._served: dict[str | None, float] = {}  # caller -> when this process last started one of its jobs
         self.children: ChildPool | None = None  # warm children, while workers run
         self.ended: Callable[[Job], None] = lambda job: None  # told of every job run here, once it has ended
+        # tools whose jobs this process leaves to others: it cannot run them, or not in full (jobs/registry.py)
+        self.excluded: tuple[str, ...] = ()
         engines = {e.name: e for tool in catalogue for e in tool.resident}
         self.slots = EngineSlots(settings.models_dir.parent / "engines", list(engines.values()))
         settings.jobs_dir.mkdir(parents=True, exist_ok=True)
@@ -149,23 +151,26 @@ class JobWorker:
 
         The caller with the fewest running jobs goes first, then the one this process served least
         recently (round robin), then the one whose job has waited longest; callers at their cap of
-        running jobs (``max_running_per_key``) wait. Within a caller, jobs run in the order made.
+        running jobs (``max_running_per_key``) wait. Within a caller, jobs run in the order made. Jobs of
+        the tools this process leaves to others (``excluded``) are not looked at.
         """
         cap = self.settings.max_running_per_key
+        excluded = self.excluded
+        takes = f" and tool not in ({','.join('?' * len(excluded))})" if excluded else ""
         with self.events.changing() as conn:
             running = {row["key_id"]: row["n"] for row in conn.execute(
                 "select key_id, count(*) as n from jobs where status = ? group by key_id", (JobStatus.PROCESSING,))}
             waiting = [(running.get(row["key_id"], 0), self._served.get(row["key_id"], 0.0), row["first"],
                         row["key_id"]) for row in conn.execute(
-                "select key_id, min(created_at) as first from jobs where status = ? group by key_id",
-                (JobStatus.QUEUED,))]
+                f"select key_id, min(created_at) as first from jobs where status = ?{takes} group by key_id",
+                (JobStatus.QUEUED, *excluded))]
             waiting = [w for w in waiting if not cap or w[0] < cap]
             if not waiting:
                 return None
             key_id = min(waiting, key=lambda w: w[:3])[3]
             self._served[key_id] = time.monotonic()
-            row = conn.execute("select id from jobs where status = ? and key_id is ? order by created_at, id limit 1",
-                               (JobStatus.QUEUED, key_id)).fetchone()
+            row = conn.execute(f"select id from jobs where status = ? and key_id is ?{takes} order by created_at, id"
+                               " limit 1", (JobStatus.QUEUED, key_id, *excluded)).fetchone()
             t = now()
             conn.execute(
                 "update jobs set status = ?, started_at = ?, updated_at = ?, progress = 0, attempts = attempts + 1,"

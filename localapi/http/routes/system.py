@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import fastapi_offline
 from fastapi import APIRouter
@@ -9,11 +11,12 @@ from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse, Res
 
 from localapi import API_VERSION, __version__
 from localapi.core.errors import NotFound
+from localapi.core.jobs.registry import health_view
 from localapi.core.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from localapi.core.metrics import render as render_metrics
 from localapi.http.deps import KeyDep, OptionalKeyDep, ServiceDep
 from localapi.http.problems import problems
-from localapi.http.schemas import HealthOut, UsageOut
+from localapi.http.schemas import HealthOut, UsageOut, WorkerProcessOut, iso
 
 router = APIRouter(tags=["system"])
 
@@ -64,7 +67,26 @@ class DocsPageResponse(HTMLResponse):
 @router.get("/health", response_model=HealthOut, responses=problems(401, 429))
 def health(service: ServiceDep, key: OptionalKeyDep) -> HealthOut:
     """Version, engines and their availability. Needs no key."""
-    return HealthOut(status="ok", version=__version__, apiVersion=API_VERSION, **service.health())
+    processes, waiting = worker_processes(service)
+    return HealthOut(status="ok", version=__version__, apiVersion=API_VERSION, **service.health(),
+                     workerProcesses=processes, waitingForWorker=waiting)
+
+
+# the worker processes change at their heartbeats (seconds apart): read at most once per WORKERS_TTL
+WORKERS_TTL = 1.0
+_workers_read: dict[str, tuple[float, list[WorkerProcessOut], dict[str, int]]] = {}
+
+
+def worker_processes(service: Any) -> tuple[list[WorkerProcessOut], dict[str, int]]:
+    """``workerProcesses`` and ``waitingForWorker`` of ``GET /health`` (jobs/registry.py), at most a second old."""
+    known = _workers_read.get(str(service.db.path))  # per install: every service on it reads the same
+    if known is not None and time.monotonic() - known[0] < WORKERS_TTL:
+        return known[1], known[2]
+    view = health_view(service.db, service.catalogue)
+    processes = [WorkerProcessOut(**{**w, "startedAt": iso(w["startedAt"]), "lastSeenAt": iso(w["lastSeenAt"])})
+                 for w in view["workerProcesses"]]
+    _workers_read[str(service.db.path)] = (time.monotonic(), processes, view["waitingForWorker"])
+    return processes, view["waitingForWorker"]
 
 
 @router.get("/usage", response_model=UsageOut, responses=problems(401, 429))
