@@ -60,6 +60,18 @@ class _Watched:
     flow: Any
     stall_timer: asyncio.TimerHandle | None = None
 
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)  # type: ignore[misc]
+        self.watch()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()  # type: ignore[misc]  # may start a pipelined request already received
+        self.watch()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.stop_timer()
+        super().connection_lost(exc)  # type: ignore[misc]
+
     def owed(self) -> Owed:
         raise NotImplementedError
 
@@ -171,21 +183,9 @@ class ProblemH11Protocol(_Watched, H11Protocol):
         self.conn = self.recording = _Connection(h11.SERVER, MAX_HEAD_BYTES)
         self.stall_timer = None
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self.watch()
-
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
         self.watch()
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()  # may start a pipelined request already received
-        self.watch()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.stop_timer()
-        super().connection_lost(exc)
 
     def owed(self) -> Owed:
         state = self.conn.their_state
@@ -223,10 +223,6 @@ if HAVE_HTTPTOOLS:
             self.head_read = 0  # the bytes read while the head was incomplete: llhttp keeps them until it is
             self.too_large = False
             self.upgraded = False
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self.watch()
 
         def data_received(self, data: bytes) -> None:
             self._unset_keepalive_if_required()
@@ -282,14 +278,6 @@ if HAVE_HTTPTOOLS:
         def on_message_complete(self) -> None:
             self.in_body = False
             super().on_message_complete()
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()  # may start a pipelined request already received
-            self.watch()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self.stop_timer()
-            super().connection_lost(exc)
 
         def owed(self) -> Owed:
             if self.in_body:
