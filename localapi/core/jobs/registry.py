@@ -7,7 +7,7 @@ stop removes it.
 
 A tool is taken in full where it is available and the engines it keeps running (LibreOffice) are found
 too; where those are missing it runs only in part (Document to PDF by pandoc, without the original page
-layout). A process alone takes what it can run, in full or in part, as FileKiln always has. Once it has
+layout). A process alone claims every job, as FileKiln always has. Once it has
 seen another alive process that runs such a tool in full, it leaves that tool's jobs to processes that do,
 for as long as it runs: they wait in the job table, QUEUED, and ``GET /health`` says so.
 """
@@ -159,6 +159,9 @@ class WorkerRegistry:
                 log.info("leaving %s to worker %s, which runs them in full", ", ".join(sorted(newly)), row["id"])
                 self.held |= newly
         takes = caps.full | (caps.partial - self.held)
+        if not others:  # alone, it claims every job but those it leaves to a full peer, as a process always has:
+            # (a job queued before its tool was switched off, or lost its engine, does not wait for ever)
+            takes = frozenset(tool.id for tool in self.catalogue) - self.held
         self.worker.excluded = tuple(sorted(tool.id for tool in self.catalogue if tool.id not in takes))
         self.db.execute("update workers set heartbeat_at = ?, slots = ?, tools = ?, partial = ? where id = ?",
                         now(), self.slots, json.dumps(sorted(takes)), json.dumps(sorted(caps.partial & takes)),
