@@ -160,6 +160,8 @@ class ResidentEngine:
 
     name: str
     stop: Callable[[Path], object]
+    # whether the engine can be started here; a worker where it cannot runs the tool only in part, if at all
+    found: Callable[[ToolEnv], bool] = lambda env: True
 
 
 @dataclass

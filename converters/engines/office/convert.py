@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from converters.base import ConversionError, ToolEnv
-from converters.engines.office.instances import get_pool
+from converters.engines.office.instances import OFFICE, get_pool
 from converters.engines.office.locate import (
     DEFAULT_TIMEOUT,
     INSTALL_HINT,
@@ -175,5 +175,5 @@ def _cold_convert(
 
 def office_available(env: ToolEnv) -> bool:
     """Whether LibreOffice can be used here."""
-    return find_soffice(env.settings) is not None
+    return OFFICE.found(env)
 

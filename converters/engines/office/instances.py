@@ -20,6 +20,7 @@ from converters.engines.office.locate import (
     DEFAULT_MAX_CONVERSIONS,
     START_SECONDS,
     bridge_command,
+    find_soffice,
     font_env,
     listen_command,
     profile_base,
@@ -331,4 +332,5 @@ def close_pools() -> None:
         _POOLS.clear()
 
 
-OFFICE = ResidentEngine("office", stop_slot)  # a worker keeps one soffice per slot between document jobs
+# a worker keeps one soffice per slot between document jobs; found where LibreOffice is installed or configured
+OFFICE = ResidentEngine("office", stop_slot, lambda env: find_soffice(env.settings) is not None)

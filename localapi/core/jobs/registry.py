@@ -23,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from converters.base import ResidentEngine, ToolEnv
 from converters.catalogue import Catalogue
 from localapi.core.db import Database, now
 from localapi.core.jobs.worker import STALE_HEARTBEAT, JobWorker
@@ -35,15 +34,6 @@ log = logging.getLogger("filekiln")
 
 FORGET_SECONDS = 3600.0  # a row silent this long is deleted (a process on another host that died)
 OFFER_SECONDS = 1.0  # how often idle workers look for jobs whose message another process took
-
-
-def resident_found(engine: ResidentEngine, env: ToolEnv) -> bool:
-    """Whether an engine a tool keeps running can be started here."""
-    if engine.name == "office":
-        from converters.engines.office import office_available
-
-        return office_available(env)
-    return True
 
 
 @dataclass(frozen=True)
@@ -59,7 +49,7 @@ def capabilities(catalogue: Catalogue, switches: Switches) -> Capabilities:
     for tool in catalogue:
         if switches.unavailable_reason(tool) is not None:
             continue
-        (full if all(resident_found(e, switches.tool_env) for e in tool.resident) else partial).add(tool.id)
+        (full if all(e.found(switches.tool_env) for e in tool.resident) else partial).add(tool.id)
     return Capabilities(frozenset(full), frozenset(partial))
 
 
