@@ -111,6 +111,11 @@ create table if not exists workers (
     started_at real not null, heartbeat_at real not null, tools text not null default '[]',
     partial text not null default '[]'
 );
+-- wake-up sockets of the processes on a data dir (localapi/core/bells.py): a UDP port on 127.0.0.1 each, and
+-- the kinds of news it wants (queue, events), comma-separated
+create table if not exists bells (
+    id text primary key, host text not null, port integer not null, kinds text not null, updated_at real not null
+);
 -- presets: named lists of steps, shared by every face of one install (the built-in ones live in code)
 create table if not exists presets (
     name text primary key, description text not null default '', steps text not null,

@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from localapi.config import SettingError
+from localapi.core.bells import QUEUE, Bells
 
 # huey.storage imports the redis package whenever it is installed, at some 0.1 s; the queue in the data
 # dir never needs it, so it stays out here and is imported only for a redis:// queue_url (_redis_storage)
@@ -190,6 +191,8 @@ class JobQueue:
                              utc=True, timeout=30)
         self.handler: Callable[[str], Any] = _no_handler
         self.doorbell = Doorbell()
+        # wakes the workers of the other processes on this data dir (a Redis queue wakes its own readers)
+        self.bells: Bells | None = None
         self.outage = Outage(self.target)
         # the ids of the jobs the table holds QUEUED, oldest first (set by the service; see resync)
         self.waiting: Callable[[], list[str]] = list
@@ -219,6 +222,8 @@ class JobQueue:
         else:
             self.outage.ended()
         self.doorbell.ring()
+        if self.bells is not None and not self.remote:
+            self.bells.ring(QUEUE)
 
     def pending(self) -> int:
         """Messages waiting in the queue (0 while a remote queue cannot be reached)."""
@@ -461,6 +466,8 @@ class WorkerPool:
         self._ticker: threading.Thread | None = None
 
     def start(self) -> None:
+        if self.queue.bells is not None and not self.queue.remote:
+            self.queue.bells.listen(QUEUE, self.queue.doorbell.ring)  # jobs other processes queue
         self.consumer.start()
         if self._on_tick is not None:
             self._ticker = threading.Thread(target=self._tick_loop, daemon=True, name="filekiln-housekeeping")
@@ -482,6 +489,8 @@ class WorkerPool:
     def stop(self, timeout: float = 15.0) -> None:
         """Stop taking jobs; running ones are killed and put back in the queue, not lost."""
         self.stopping.set()
+        if self.queue.bells is not None and not self.queue.remote:
+            self.queue.bells.unlisten(QUEUE)
         self.queue.doorbell.ring()  # idle workers see the stop flag now
         self.consumer.shutdown_timeout = timeout
         self.consumer.stop(graceful=True)

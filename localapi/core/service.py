@@ -16,6 +16,7 @@ from converters.base import ToolEnv
 from converters.catalogue import Catalogue, load_catalogue
 from converters.inputs.sniff import sniff
 from localapi.config import Settings
+from localapi.core.bells import Bells
 from localapi.core.datadir import make_private
 from localapi.core.db import Database
 from localapi.core.files import FileStore
@@ -26,6 +27,7 @@ from localapi.core.jobs.registry import WorkerRegistry
 from localapi.core.jobs.sealed import Sealer
 from localapi.core.jobs.worker import JobSettings, JobWorker
 from localapi.core.keys import KeyService
+from localapi.core.processes import process_identity
 from localapi.core.queue import JobQueue, WorkerPool
 from localapi.core.ratelimit import RateLimiter, RateLimits
 from localapi.core.retention import purge_expired
@@ -72,10 +74,11 @@ class Service:
         files = FileStore(db, data / "files", settings.retention_days * 86400)
         catalogue = catalogue or load_catalogue()
         queue = JobQueue(data / "queue.db", settings.queue_url)
+        queue.bells = bells = Bells(db, process_identity())
         # what a remote queue must carry a message for (JobQueue.resync, after Redis was away)
         queue.waiting = lambda: [r["id"] for r in db.all(
             "select id from jobs where status = ? order by created_at", JobStatus.QUEUED)]
-        events = EventFeed(db)
+        events = EventFeed(db, settings.poll_interval_seconds, bells=bells)
         sealer = Sealer(data / "params.key")
         switches = Switches(db, ToolEnv(models_dir=data / "models", settings=dict(settings.tools)))
         worker = JobWorker(db, files, catalogue, JobSettings(
@@ -223,4 +226,6 @@ class Service:
     def close(self) -> None:
         self.stop_workers()
         self.events.stop()
+        if self.queue.bells is not None:
+            self.queue.bells.close()
         self.db.close()

@@ -5,9 +5,10 @@ with a snapshot of the job as it then was: no transition is lost, whatever proce
 the row's ``seq`` is the event id clients resume from (``Last-Event-ID``).
 
 A :class:`EventFeed` in each process tails that table. A change made in this process hands its
-events to the tail as it commits, which delivers them at once without reading them back; a change
-made by another process (``filekiln worker``) is read from the table within ``poll_interval`` (50 ms),
-and so is anything a gap in the handed events leaves in doubt. Listeners are asyncio queues (a
+events over as it commits, and the committing thread delivers them at once without reading them
+back; a change made by another process (``filekiln worker``) rings this process's bell
+(:mod:`localapi.core.bells`) and is read from the table then, or within ``poll_interval`` (50 ms) at
+the latest, and so is anything a gap in the handed events leaves in doubt. Listeners are asyncio queues (a
 waiting request or an SSE stream holds no thread and no database connection while it waits) or
 plain callables (the webhook outbox).
 """
@@ -24,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from localapi.core.bells import EVENTS, Bells
 from localapi.core.db import Database, now
 from localapi.core.jobs.records import Job
 from localapi.core.states import JobStatus
@@ -154,8 +156,9 @@ def of_workflow(event: JobEvent, workflow_id: str) -> bool:
 class EventFeed:
     """Writes job events with their changes and tails them for this process's listeners."""
 
-    def __init__(self, db: Database, poll_interval: float = 0.05) -> None:
+    def __init__(self, db: Database, poll_interval: float = 0.05, bells: Bells | None = None) -> None:
         self.db = db
+        self.bells = bells  # wakes the feeds of the other processes on this data dir
         self.poll_interval = poll_interval
         self._listeners: set[Listener] = set()
         self._callbacks: list[Callable[[JobEvent], None]] = []
@@ -164,6 +167,7 @@ class EventFeed:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._handed: list[JobEvent] = []  # committed in this process, not delivered yet (under _lock)
+        self._delivering = threading.Lock()  # one deliverer at a time, in order: the tail, or a committing thread
         row = self.db.one("select max(seq) as seq from job_events")
         self.last_seq: int = int(row["seq"] or 0) if row else 0
 
@@ -193,9 +197,28 @@ class EventFeed:
         if not events:
             return
         with self._lock:
-            if self._thread is not None:  # nobody tails (a CLI run): the table has them for whoever reads it
+            tailing = self._thread is not None  # if not (a CLI run), the table has them for whoever reads it
+            if tailing:
                 self._handed.extend(events)
-        self.notify()
+        if tailing and not self._deliver_handed():
+            self.notify()
+        if self.bells is not None:
+            self.bells.ring(EVENTS)
+
+    def _deliver_handed(self) -> bool:
+        """Deliver the handed events on this thread, the committing one, when they follow the last one
+        delivered: a listener hears of a change without waiting for the tail's thread to be scheduled.
+        False when some are left to the tail (a gap before them, or the tail delivering just now)."""
+        if not self._delivering.acquire(blocking=False):
+            return False
+        try:
+            events = self._take_handed()
+            if events:
+                self._deliver(events)
+            with self._lock:
+                return not self._handed
+        finally:
+            self._delivering.release()
 
     def notify(self) -> None:
         """A change was committed in this process: deliver it now rather than at the next poll."""
@@ -235,7 +258,8 @@ class EventFeed:
             self._listeners.discard(listener)
 
     def on_event(self, callback: Callable[[JobEvent], None]) -> Callable[[], None]:
-        """Call ``callback`` (on the tailing thread) for every event from now on; returns what stops it."""
+        """Call ``callback`` for every event from now on; returns what stops it. It is called in order, one
+        event at a time, on the tailing thread or on the thread that committed the change: it must be quick."""
         with self._lock:
             self._callbacks.append(callback)
 
@@ -260,8 +284,14 @@ class EventFeed:
                 self._stopping.clear()
                 self._thread = threading.Thread(target=self._tail, daemon=True, name="filekiln-events")
                 self._thread.start()
+            else:
+                return
+        if self.bells is not None:
+            self.bells.listen(EVENTS, self.notify)  # changes other processes make
 
     def stop(self) -> None:
+        if self.bells is not None and self._thread is not None:
+            self.bells.unlisten(EVENTS)
         self._stopping.set()
         self._wake.set()
         if self._thread is not None:
@@ -292,26 +322,31 @@ class EventFeed:
     def poll(self) -> int:
         """Deliver every event recorded since the last poll; returns how many."""
         delivered = 0
-        while True:
-            events = self._take_handed() or self.since(self.last_seq)
-            if not events:
-                return delivered
-            with self._lock:
-                listeners = list(self._listeners)
-                callbacks = list(self._callbacks)
-            for event in events:
-                for listener in listeners:
-                    if listener.wants(event):
-                        try:
-                            listener.loop.call_soon_threadsafe(listener.queue.put_nowait, event)
-                        except RuntimeError:  # its loop is closed: the request is gone
-                            self.unlisten(listener)
-                for callback in callbacks:
+        with self._delivering:
+            while True:
+                events = self._take_handed() or self.since(self.last_seq)
+                if not events:
+                    return delivered
+                self._deliver(events)
+                delivered += len(events)
+                if len(events) < TAIL_BATCH:
+                    return delivered
+
+    def _deliver(self, events: list[JobEvent]) -> None:
+        """Hand ``events`` (in order, following the last delivered) to listeners and callbacks."""
+        with self._lock:
+            listeners = list(self._listeners)
+            callbacks = list(self._callbacks)
+        for event in events:
+            for listener in listeners:
+                if listener.wants(event):
                     try:
-                        callback(event)
-                    except Exception:
-                        log.exception("an event listener failed")
-            self.last_seq = events[-1].seq
-            delivered += len(events)
-            if len(events) < TAIL_BATCH:
-                return delivered
+                        listener.loop.call_soon_threadsafe(listener.queue.put_nowait, event)
+                    except RuntimeError:  # its loop is closed: the request is gone
+                        self.unlisten(listener)
+            for callback in callbacks:
+                try:
+                    callback(event)
+                except Exception:
+                    log.exception("an event listener failed")
+        self.last_seq = events[-1].seq
