@@ -76,13 +76,6 @@ class KeyService:
             self.get(key_id)  # raises KeyError for an unknown id; revoking twice is harmless
         return self.get(key_id)
 
-    def authenticate(self, secret: str) -> ApiKey | None:
-        """The active key whose secret this is, or ``None``, with its last use recorded."""
-        key = self.lookup(secret)
-        if key is not None and self.stale_use(key):
-            self.mark_used(key.id)
-        return key
-
     def lookup(self, secret: str) -> ApiKey | None:
         """The active key whose secret this is, or ``None``; one read. Read from the database every
         time, so keys created or revoked by another process take effect at once."""

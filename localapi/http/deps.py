@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Header, Path, Request
+from fastapi import Depends, Path, Request
 from fastapi.concurrency import run_in_threadpool
 
 from localapi.core.errors import InvalidApiKey, JobNotFound, RateLimited
@@ -19,9 +19,13 @@ from localapi.core.ratelimit import retry_after
 from localapi.core.service import Service
 
 
-async def get_service(request: Request) -> Service:  # async: no thread hop for a lookup
+def get_service_of(request: Request) -> Service:
     service: Service = request.app.state.service
     return service
+
+
+async def get_service(request: Request) -> Service:  # async: no thread hop for a lookup
+    return get_service_of(request)
 
 
 ServiceDep = Annotated[Service, Depends(get_service)]
@@ -53,43 +57,57 @@ def _anonymous(request: Request) -> str:
     return f"anon:{request.client.host if request.client else '-'}"
 
 
-async def sent_key(
-    service: ServiceDep,
-    request: Request,
-    x_api_key: Annotated[str | None, Header(include_in_schema=False)] = None,
-    authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
-) -> ApiKey | None:
+async def key_for(service: Service, secret: str) -> ApiKey | None:
+    """The active key whose secret this is, or None. The lookup is one indexed read, cheaper on the event
+    loop than the hop to a worker thread; the write of the key's last use (at most every 30 s) goes to one."""
+    key = service.keys.lookup(secret)
+    if key is not None and service.keys.stale_use(key):
+        await run_in_threadpool(service.keys.mark_used, key.id)
+    return key
+
+
+_SENT = "filekiln.sent_key"  # the scope's memo of sent_key: a request is charged once, whatever asks
+_ANONYMOUS_CHARGED = "filekiln.anonymous_charged"  # and optional_key's, for a caller without a key
+
+
+async def sent_key(request: Request) -> ApiKey | None:
     """The calling key, if one was sent; a key that is sent must be valid, and is charged to its buckets.
     Where the anonymous caller is charged is left to the dependant (see ``optional_key``, ``load_job``).
 
-    ``async``: the lookup is one indexed read, cheaper on the event loop than the hop to a worker
-    thread; the write of the key's last use (at most every 30 s) goes to a thread."""
-    secret = secret_from(x_api_key, authorization)
+    The key dependencies take the request alone and call each other directly: FastAPI's resolution of
+    each ``Depends`` and ``Header`` costs more than the little they do. The headers are not in the
+    OpenAPI document (the security scheme says how to send a key)."""
+    scope = request.scope
+    if _SENT in scope:
+        sent: ApiKey | None = scope[_SENT]
+        return sent
+    service = get_service_of(request)
+    secret = secret_from(request.headers.get("x-api-key"), request.headers.get("authorization"))
     if secret is None:
         if service.settings.keys_everywhere:
             raise InvalidApiKey("Send an API key in X-API-Key or Authorization: Bearer.")
-        return None
-    if KEY_SCOPE in request.scope:  # checked already, before the body was read
-        key = request.scope[KEY_SCOPE]
+        key = None
     else:
-        key = service.keys.lookup(secret)
-        if key is not None and service.keys.stale_use(key):
-            await run_in_threadpool(service.keys.mark_used, key.id)
-    if key is None:
-        raise InvalidApiKey("The API key is not valid or was revoked.")
-    _rate_limit(service, key.id, request)
+        # checked already, before the body was read (middleware.JsonBodyGate)
+        key = scope[KEY_SCOPE] if KEY_SCOPE in scope else await key_for(service, secret)
+        if key is None:
+            raise InvalidApiKey("The API key is not valid or was revoked.")
+        _rate_limit(service, key.id, request)
+    scope[_SENT] = key
     return key
 
 
-async def optional_key(request: Request, service: ServiceDep,
-                       key: Annotated[ApiKey | None, Depends(sent_key)]) -> ApiKey | None:
+async def optional_key(request: Request) -> ApiKey | None:
     """The calling key, if one was sent; without one, the caller's address is charged."""
-    if key is None:
-        _rate_limit(service, _anonymous(request), request)
+    key = await sent_key(request)
+    if key is None and not request.scope.get(_ANONYMOUS_CHARGED):
+        request.scope[_ANONYMOUS_CHARGED] = True
+        _rate_limit(get_service_of(request), _anonymous(request), request)
     return key
 
 
-async def required_key(key: Annotated[ApiKey | None, Depends(optional_key)]) -> ApiKey:
+async def required_key(request: Request) -> ApiKey:
+    key = await optional_key(request)
     if key is None:
         raise InvalidApiKey("Send an API key in X-API-Key or Authorization: Bearer.")
     return key
@@ -103,9 +121,10 @@ async def key_caller(key: KeyDep) -> Caller:
     return Caller(key=key)
 
 
-async def job_id_caller(key: Annotated[ApiKey | None, Depends(sent_key)]) -> Caller:
+async def job_id_caller(request: Request) -> Caller:
     """GET /jobs/{id} and its result answer without a key (job ids carry 128 random bits);
     with a key, only that key's jobs are visible."""
+    key = await sent_key(request)
     return Caller(key=key) if key is not None else Caller(any_owner=True)
 
 

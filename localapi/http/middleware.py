@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-import anyio
 from fastapi import FastAPI
 from fastapi.dependencies.models import Dependant
 from starlette.datastructures import Headers
@@ -16,7 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from localapi.config import is_loopback_host
 from localapi.core.errors import InvalidApiKey
 from localapi.core.service import Service
-from localapi.http.deps import KEY_SCOPE, required_key, secret_from
+from localapi.http.deps import KEY_SCOPE, key_for, required_key, secret_from
 from localapi.http.problems import problem_response, routes_in_order
 
 UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
@@ -87,13 +86,17 @@ class JsonBodyGate:
         self.api = api
         self.service = service
         self._json_routes: list[Any] | None = None
+        self._keyed: dict[int, bool] = {}  # id(route) -> whether it needs a key
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not _has_body(scope) or (route := self._json_route(scope)) is None:
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
-        if _needs_key(route.dependant) and not await self._authenticate(scope, headers):
+        keyed = self._keyed.get(id(route))
+        if keyed is None:
+            keyed = self._keyed[id(route)] = _needs_key(route.dependant)
+        if keyed and not await self._authenticate(scope, headers):
             await self.app(scope, _replaying(b"", receive), send)
             return
         declared = headers.get("content-length")
@@ -120,7 +123,7 @@ class JsonBodyGate:
             return False
         if secret is None:
             return False
-        key = await anyio.to_thread.run_sync(self.service.keys.authenticate, secret)
+        key = await key_for(self.service, secret)
         scope[KEY_SCOPE] = key
         return key is not None
 

@@ -60,6 +60,7 @@ class Dispatcher:
         # the feed's events as it hands them over, so that the live ones are not read back from the database
         self._arrived: collections.deque[JobEvent] = collections.deque()
         self._reschedule = threading.Event()  # a delivery was added or a sender came free: look for due ones
+        self._hooked: set[str] = set()  # the keys with a hook, at the last collect (see _arrive)
 
     def start(self) -> None:
         # the first start on a data dir begins at the feed's end: no hook or webhookUrl existed before
@@ -86,8 +87,16 @@ class Dispatcher:
     # ---- the scheduling thread ----
 
     def _arrive(self, event: JobEvent) -> None:
+        """Called with each event as the feed delivers it. Only one that may be delivered wakes the thread
+        now; the others (progress, a key without hooks) only move the position, at its next wake (within a
+        second), so most of a job's events cost no thread switch."""
         self._arrived.append(event)
-        self._wake.set()
+        if event.type in EVENTS and (event.subject.webhook_url or event.key_id in self._hooked):
+            self._wake.set()
+
+    def hooked(self, key_id: str) -> None:
+        """``key_id`` has a new hook: its events wake the thread from now on."""
+        self._hooked.add(key_id)
 
     def _run(self) -> None:
         next_schedule = 0.0
@@ -137,7 +146,7 @@ class Dispatcher:
                     self._store_position(lazily=True)
                 return seen
             conn = self.db.connect()
-            hooked = self._hooked_keys(conn)
+            self._hooked = hooked = self._hooked_keys(conn)
             found = [(event, target, url) for event in events if event.type in EVENTS
                      for target, url in self._targets(conn, event, hooked)]
             self._position = events[-1].seq

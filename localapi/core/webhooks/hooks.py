@@ -107,6 +107,8 @@ class Webhooks:
         hook_id, secret = new_id("wh"), new_secret()
         self.db.execute("insert into webhooks (id, key_id, url, events, secret, created_at) values (?, ?, ?, ?, ?, ?)",
                         hook_id, key_id, url, json.dumps(chosen), secret, now())
+        if self.dispatcher is not None:
+            self.dispatcher.hooked(key_id)
         return self.get(key_id, hook_id), secret
 
     def get(self, key_id: str, hook_id: str) -> Webhook:
