@@ -113,7 +113,7 @@ def _redis_storage() -> type:
         raise QueueError("queue_url names Redis, but the redis package is not installed here: "
                          "pip install 'filekiln[scale]'.") from None
 
-    class RedisQueueStorage(RedisStorage):  # type: ignore[misc]
+    class RedisQueueStorage(_NoRevokes, RedisStorage):  # type: ignore[misc]
         """Huey's RedisStorage built from the URL here, since huey.storage was imported without redis:
         a pool with timeouts (an unreachable host fails in seconds, not minutes) and a blocking read."""
 
@@ -303,7 +303,20 @@ class Outage:
         return was is not None
 
 
-class _QueueStorage(SqliteStorage):  # type: ignore[misc]
+class _NoRevokes:
+    """FileKiln never revokes a task nor keeps a result: the job table says what runs, and how it ended.
+    Huey still reads a task's revoke flags before running it and clears them after: a round trip to Redis
+    (or a write to the SQLite queue) per job for nothing, and with Redis going away just then, an error
+    after the job itself has run. Both are answered here without asking the store."""
+
+    def peek_many(self, keys: list[str]) -> dict[str, Any]:
+        return {}
+
+    def delete_data(self, key: str) -> bool:
+        return False
+
+
+class _QueueStorage(_NoRevokes, SqliteStorage):  # type: ignore[misc]
     """Huey's SQLite storage without a disk sync per message.
 
     The queue only carries "run job X", and every start rebuilds it from the job table, so a
