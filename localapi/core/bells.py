@@ -10,7 +10,11 @@ Each process that waits for either binds a UDP socket on 127.0.0.1 and records i
 commits a change sends one byte to the ports of the others on this host that want that kind. A
 datagram carries no data, only "look": whoever sends one (any local program can) costs the receiver
 one read of the database, which it would have made at its next poll anyway. Polling stays as the
-fallback: a bell lost, a process that started less than a second ago, another machine.
+fallback: a bell lost, a process that started less than a second ago.
+
+Other machines cannot be reached on loopback. With the queue on Redis (``queue_url``), job changes are
+also published on a Redis channel of the install (:class:`RedisRelay`), which every process on it
+listens to; queued jobs need no bell there, as idle workers wait inside Redis.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ class Bells:
         self._sender.setblocking(False)
         self._others: dict[str, list[int]] = {}
         self._others_read = -REFRESH_SECONDS
+        self.relay: RedisRelay | None = None  # job changes to and from other machines, with the queue on Redis
 
     # ---- receiving ----
 
@@ -67,11 +72,15 @@ class Bells:
                 self._thread.start()
             port = self._sock.getsockname()[1]
             kinds = ",".join(sorted(self._handlers))
+        if self.relay is not None and kind == EVENTS:
+            self.relay.start(handler)
         self.db.execute("insert into bells (id, host, port, kinds, updated_at) values (?, ?, ?, ?, ?)"
                         " on conflict (id) do update set port = excluded.port, kinds = excluded.kinds,"
                         " updated_at = excluded.updated_at", self.identity, self.host, port, kinds, now())
 
     def unlisten(self, kind: str) -> None:
+        if self.relay is not None and kind == EVENTS:
+            self.relay.stop()
         with self._lock:
             self._handlers.pop(kind, None)
             kinds = ",".join(sorted(self._handlers))
@@ -138,6 +147,8 @@ class Bells:
                 self._sender.sendto(_BYTE[kind], ("127.0.0.1", port))
             except OSError:
                 pass  # its socket is gone, or the buffer is full (it has wake-ups to read already)
+        if self.relay is not None and kind == EVENTS:
+            self.relay.publish()
 
     def _ports(self, kind: str) -> list[int]:
         if time.monotonic() - self._others_read >= REFRESH_SECONDS:
@@ -151,3 +162,66 @@ class Bells:
                     others.setdefault(k, []).append(row["port"])
             self._others, self._others_read = others, time.monotonic()
         return self._others.get(kind, [])
+
+
+RELAY_RETRY = (0.5, 10.0)  # the wait before subscribing again after Redis went away: grows, then stays
+
+
+class RedisRelay:
+    """Job changes carried between machines: a message on the install's Redis channel for each commit,
+    and a thread here that calls ``handler`` for every message another process sent.
+
+    The channel is named after the queue's database number, as installs that share one Redis each have
+    their own (pub/sub channels are not per database). A message says only "events" and who sent it;
+    Redis away costs a log line, not a request: the feed's poll carries on meanwhile."""
+
+    def __init__(self, url: str, db: str, sender: str) -> None:
+        import redis  # only with the queue on Redis (the scale extra)
+
+        self.channel = f"filekiln.{db}.events"
+        self.sender = sender
+        self.conn = redis.Redis.from_url(url, socket_connect_timeout=3, socket_timeout=3)
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._failing = False
+
+    def publish(self) -> None:
+        try:
+            self.conn.publish(self.channel, f"events|{self.sender}")
+        except Exception as exc:
+            if not self._failing:
+                log.warning("could not tell other machines of a job change through Redis: %s", exc)
+            self._failing = True
+        else:
+            self._failing = False
+
+    def start(self, handler: Callable[[], None]) -> None:
+        if self._thread is None:
+            self._stopping.clear()
+            self._thread = threading.Thread(target=self._listen, args=(handler,), daemon=True,
+                                            name="filekiln-relay")
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def _listen(self, handler: Callable[[], None]) -> None:
+        pause = RELAY_RETRY[0]
+        while not self._stopping.is_set():
+            try:
+                pubsub = self.conn.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+                pubsub.subscribe(self.channel)
+                pause = RELAY_RETRY[0]
+                handler()  # what was missed while not subscribed
+                while not self._stopping.is_set():
+                    message = pubsub.get_message(timeout=1.0)
+                    if message is not None and not message["data"].decode().endswith(f"|{self.sender}"):
+                        handler()
+                pubsub.close()
+            except Exception as exc:
+                log.debug("the Redis relay lost its subscription: %s", exc)
+                self._stopping.wait(pause)
+                pause = min(pause * 2, RELAY_RETRY[1])

@@ -16,7 +16,7 @@ from converters.base import ToolEnv
 from converters.catalogue import Catalogue, load_catalogue
 from converters.inputs.sniff import sniff
 from localapi.config import Settings
-from localapi.core.bells import Bells
+from localapi.core.bells import Bells, RedisRelay
 from localapi.core.datadir import make_private
 from localapi.core.db import Database
 from localapi.core.files import FileStore
@@ -75,6 +75,8 @@ class Service:
         catalogue = catalogue or load_catalogue()
         queue = JobQueue(data / "queue.db", settings.queue_url)
         queue.bells = bells = Bells(db, process_identity())
+        if queue.remote:  # job changes reach the processes on other machines through Redis
+            bells.relay = RedisRelay(queue.target.url, queue.target.shown.rsplit("/", 1)[1], bells.identity)
         # what a remote queue must carry a message for (JobQueue.resync, after Redis was away)
         queue.waiting = lambda: [r["id"] for r in db.all(
             "select id from jobs where status = ? order by created_at", JobStatus.QUEUED)]

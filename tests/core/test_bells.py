@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from localapi.core.bells import EVENTS, QUEUE, Bells
+from localapi.core.bells import EVENTS, QUEUE, Bells, RedisRelay
 from localapi.core.db import Database
 from localapi.core.processes import process_identity
+from tests.conftest import free_port
 
 
 @pytest.fixture
@@ -74,3 +77,33 @@ def test_unlisten_keeps_the_other_kind_and_closing_ends_the_thread(db: Database)
     bells.close()
     ringer.close()
     assert threading.active_count() == before - 1, "the bell's thread outlived it"
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None,
+                    reason="redis-server is not installed here (Debian/Ubuntu: apt-get install redis-server)")
+def test_with_the_queue_on_redis_job_changes_reach_other_machines(db: Database, tmp_path: Path) -> None:
+    """Two processes on different hosts (as their bells say) share no loopback: the relay carries the ring."""
+    from tests.api.test_queue_redis import RedisServer
+
+    redis = RedisServer(free_port(), tmp_path)
+    redis.start()
+    here, there = Bells(db, process_identity()), Bells(db, process_identity())
+    there.host = "another-machine"  # its loopback bell is out of reach from here, and this one from there
+    for bells in (here, there):
+        bells.relay = RedisRelay(redis.url, "0", bells.identity)
+    woken, own = threading.Event(), threading.Event()
+    try:
+        there.listen(EVENTS, woken.set)
+        here.listen(EVENTS, own.set)
+        time.sleep(0.5)  # subscribed (each listener is also called once as it subscribes: what it missed)
+        woken.clear()
+        own.clear()
+        here.ring(QUEUE)
+        assert not woken.wait(0.5), "queued jobs are not relayed: workers wait inside Redis"
+        here.ring(EVENTS)
+        assert woken.wait(5), "a job change did not reach the other machine"
+        assert not own.wait(0.5), "a process was woken by its own message"
+    finally:
+        for bells in (here, there):
+            bells.close()
+        redis.stop()
