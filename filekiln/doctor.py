@@ -37,6 +37,7 @@ def run_checks(settings: Settings) -> list[Check]:
         return checks
     checks.append(check_database(settings.data_dir / "filekiln.db"))
     checks.append(check_queue(settings.data_dir / "queue.db", settings.queue_url))
+    checks.append(check_storage(settings))
     checks.append(check_disk(settings.data_dir))
     checks.append(check_port(settings.host, settings.port))
     if any(c.state == "fail" for c in checks):
@@ -121,6 +122,25 @@ def check_redis_queue(path: Path, queue_url: str) -> Check:
         return Check("queue", "fail", f"Huey on Redis, {state['target']}: {state['error']}. Start Redis there, or "
                                       "correct queue_url (settings.toml, or FILEKILN_QUEUE_URL).")
     return Check("queue", "ok", f"Huey on Redis, {state['target']} answers; {queue.pending()} messages waiting")
+
+
+def check_storage(settings: Settings) -> Check:
+    """Where the files' bytes are kept: the data dir, or a bucket that answers (storage_url)."""
+    from localapi.config import SettingError
+    from localapi.core.storage import open_blobs
+
+    try:
+        state = open_blobs(settings, settings.data_dir / "files").describe()
+    except SettingError as exc:
+        return Check("file store", "fail", f"{exc} (storage_url in settings.toml, or FILEKILN_STORAGE_URL)")
+    if state["kind"] == "local":
+        return Check("file store", "ok" if state["ok"] else "fail", f"the data dir, {state['target']}"
+                     + ("" if state["ok"] else f": {state['error']}"))
+    if not state["ok"]:
+        return Check("file store", "fail", f"the bucket {state['target']}: {state['error']}. Check the s3_* settings "
+                                           "(or the AWS_* variables) and that the bucket exists.")
+    presigned = "presigned URLs" if settings.s3_presigned_downloads else "streamed through the API"
+    return Check("file store", "ok", f"the bucket {state['target']} answers; downloads are {presigned}")
 
 
 def check_disk(data_dir: Path) -> Check:

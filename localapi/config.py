@@ -65,6 +65,15 @@ class Settings:
     # the job queue: empty for Huey on SQLite in the data dir; redis://[:password@]host:port/db (or
     # rediss://) for Huey on Redis, shared by API and worker processes on several machines
     queue_url: str = ""
+    # where the stored files' bytes are kept: empty for the data dir; s3://bucket/prefix for an S3-compatible
+    # bucket, reached with the s3_* settings or, where they are empty, the standard AWS_* variables
+    storage_url: str = ""
+    s3_endpoint_url: str = ""
+    s3_region: str = ""
+    s3_access_key_id: str = ""
+    s3_secret_access_key: str = ""
+    s3_presigned_downloads: bool = False  # download links are the bucket's presigned URLs, not the API's
+    storage_cache_mb: int = 1024  # local copies of a bucket's files each process keeps
     log_level: str = "info"
     access_log: bool = False  # a line per request (redacted) in the log; off by default, as its cost is per request
     http_parser: str = "auto"  # httptools (fast, in C) when installed, else h11; or name one of them

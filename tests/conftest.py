@@ -16,6 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.seaweed import seaweed  # noqa: F401 - the session's S3-compatible store, for the tests that ask for it
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -49,3 +49,15 @@ InvalidParams = _error("InvalidParams", 422, "invalid_params", "Invalid paramete
 RateLimited = _error("RateLimited", 429, "rate_limited", "Too many requests")
 InsufficientStorage = _error("InsufficientStorage", 507, "disk_full", "Insufficient storage")
 Unavailable = _error("Unavailable", 503, "tool_unavailable", "Service unavailable")
+
+
+class StorageUnavailable(ServiceError, OSError):
+    """The file store (a bucket) cannot be reached, or refused a request: a 503 from the API, and a job
+    that fails with this code in a worker. An OSError too, as a disk that fails is."""
+
+    status = 503
+    code = "storage_unavailable"
+    title = "Service unavailable"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail, headers={"Retry-After": "30"})

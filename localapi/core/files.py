@@ -1,11 +1,10 @@
-"""Uploaded files and results on disk, stored under their ids, never under client names."""
+"""Uploaded files and results, stored under their ids, never under client names: the files table, and
+their bytes in the data dir or a bucket (:mod:`localapi.core.storage`)."""
 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import shutil
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import IO
 from converters.inputs.sniff import mime_type, sniff
 from localapi.core.db import Database, new_id, now
 from localapi.core.errors import FileNotFound, FileTooLarge, Gone
+from localapi.core.storage import Blobs, LocalBlobs
 
 CHUNK = 1024 * 1024
 
@@ -92,20 +92,36 @@ class UploadSink:
         self.path.unlink(missing_ok=True)
 
 
+def _checked(file_id: str) -> str:
+    # ids are ours (prefix + hex); anything else never reaches the disk or the bucket
+    if not re.fullmatch(r"file_[0-9a-f]{32}", file_id):
+        raise FileNotFound(f"No file {file_id!r}.")
+    return file_id
+
+
 class FileStore:
-    def __init__(self, db: Database, root: Path, retention_seconds: float) -> None:
+    """The files table, and the bytes in the store ``storage_url`` names (:mod:`localapi.core.storage`)."""
+
+    def __init__(self, db: Database, root: Path, retention_seconds: float, blobs: Blobs | None = None) -> None:
         self.db = db
         self.root = root
-        self.tmp_dir = root / "tmp"
+        self.tmp_dir = root / "tmp"  # uploads spool here (this machine's disk, whatever the store)
         self.retention_seconds = retention_seconds
         self.root.mkdir(parents=True, exist_ok=True)
         self.tmp_dir.mkdir(parents=True, exist_ok=True)
+        self.blobs: Blobs = blobs or LocalBlobs(root)
 
     def path_of(self, file_id: str) -> Path:
-        # ids are ours (prefix + hex); anything else never reaches the disk
-        if not re.fullmatch(r"file_[0-9a-f]{32}", file_id):
-            raise FileNotFound(f"No file {file_id!r}.")
-        return self.root / file_id[5:7] / file_id
+        """A path to the file's bytes on this machine (with a bucket, a local copy, fetched if need be)."""
+        return self.blobs.local(_checked(file_id))
+
+    def fetch(self, file_id: str, dest_dir: Path) -> Path:
+        """The file's bytes where a job reads them: in the data dir in place, else fetched into ``dest_dir``."""
+        return self.blobs.fetch(_checked(file_id), dest_dir)
+
+    def open(self, file_id: str) -> IO[bytes]:
+        """The file open for reading; FileNotFoundError when its bytes are gone."""
+        return self.blobs.open(_checked(file_id))
 
     def new_sink(self, limit: int) -> UploadSink:
         return UploadSink(self.tmp_dir, limit)
@@ -122,19 +138,11 @@ class FileStore:
         move: bool = True,
         fmt: str | None = None,
     ) -> StoredFile:
-        """Take ``source`` into the store (atomic rename) and record it."""
+        """Take ``source`` into the store (in the data dir, an atomic rename) and record it."""
         file_id = new_id("file")
-        target = self.path_of(file_id)
-        target.parent.mkdir(parents=True, exist_ok=True)
         name = display_name(original_name)
         fmt = fmt or sniff(source, name)
-        if move:
-            os.replace(source, target)
-        else:
-            tmp = target.with_suffix(".part")
-            shutil.copyfile(source, tmp)
-            os.replace(tmp, target)
-        size = target.stat().st_size
+        size = self.blobs.put(source, file_id, move=move)
         created = now()
         self.db.execute(
             "insert into files (id, key_id, original_name, mime_type, format, size_bytes, sha256, kind, job_id,"
@@ -158,5 +166,4 @@ class FileStore:
 
     def delete(self, file_id: str) -> None:
         self.db.execute("update files set deleted_at = ? where id = ? and deleted_at is null", now(), file_id)
-        # an open download keeps reading the unlinked inode; nothing is truncated
-        self.path_of(file_id).unlink(missing_ok=True)
+        self.blobs.delete(_checked(file_id))

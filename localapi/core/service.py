@@ -33,12 +33,15 @@ from localapi.core.ratelimit import RateLimiter, RateLimits
 from localapi.core.retention import purge_expired
 from localapi.core.signing import LinkSigner
 from localapi.core.states import JobStatus
+from localapi.core.storage import open_blobs
 from localapi.core.switches import AVAILABILITY_TTL, Switches
 from localapi.core.webhooks import Webhooks
 from localapi.core.workflows.presets import PresetStore
 from localapi.core.workflows.service import WorkflowService
 
 log = logging.getLogger("filekiln")
+
+BACKENDS_TTL = 5.0  # GET /health asks a remote queue or bucket at most this often
 
 
 @dataclass
@@ -71,7 +74,7 @@ class Service:
         for sub in ("files", "jobs", "models", "logs"):
             (data / sub).mkdir(parents=True, exist_ok=True)
         db = Database(data / "filekiln.db")
-        files = FileStore(db, data / "files", settings.retention_days * 86400)
+        files = FileStore(db, data / "files", settings.retention_days * 86400, open_blobs(settings, data / "files"))
         catalogue = catalogue or load_catalogue()
         queue = JobQueue(data / "queue.db", settings.queue_url)
         queue.bells = bells = Bells(db, process_identity())
@@ -180,8 +183,20 @@ class Service:
                 row["tools"].append(tool.title)
         return list(rows.values())
 
+    _backends: tuple[float, dict[str, dict[str, Any]]] | None = None
+
+    def backends(self) -> dict[str, dict[str, Any]]:
+        """What this install runs on (database, queue, file store), each with ``ok`` and ``error`` in words;
+        at most BACKENDS_TTL old, as a bucket or Redis is asked over the network."""
+        known = self._backends
+        if known is None or time.monotonic() - known[0] >= BACKENDS_TTL:
+            found = {"database": {"kind": "sqlite", "target": str(self.db.path), "ok": True, "error": None},
+                     "queue": self.queue.describe(), "storage": self.files.blobs.describe()}
+            known = self._backends = (time.monotonic(), found)
+        return known[1]
+
     def health(self) -> dict[str, Any]:
-        return {"engines": self.engines(), "brokenModules": dict(self.catalogue.broken),
+        return {"engines": self.engines(), "brokenModules": dict(self.catalogue.broken), "backends": self.backends(),
                 "maintenance": self.switches.maintenance,
                 "workers": self.pool is not None, "queued": self.queue.pending(),
                 "eventListeners": self.events.listening}

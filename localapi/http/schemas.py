@@ -298,6 +298,13 @@ class WorkerProcessOut(BaseModel):
                                                                 "keep running (Document to PDF without LibreOffice)")
 
 
+class BackendOut(BaseModel):
+    kind: str = Field(description="sqlite; sqlite or redis for the queue; local or s3 for the file store")
+    target: str = Field(description="the file, URL (without its password) or bucket")
+    ok: bool
+    error: str | None = Field(None, description="what is wrong, in words")
+
+
 class HealthOut(BaseModel):
     status: Literal["ok"]
     version: str
@@ -312,6 +319,9 @@ class HealthOut(BaseModel):
     queued: int
     engines: dict[str, dict[str, Any]]
     brokenModules: dict[str, str] = Field(default_factory=dict, description="tool modules that failed to load")
+    backends: dict[str, BackendOut] = Field(
+        default_factory=dict, description="what the install runs on: database, queue and storage, each with its "
+                                          "state (at most 5 s old)")
     eventListeners: int = Field(0, description="waiting requests and event streams open in this process")
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from converters.base import ResidentEngine, Tool
 from converters.catalogue import Catalogue
 from localapi.core.db import Database, now
+from localapi.core.errors import StorageUnavailable
 from localapi.core.files import FileStore
 from localapi.core.jobs.events import PROGRESS, TYPE_OF_STATUS, EventFeed, append
 from localapi.core.jobs.messages import InputSpec, JobSpec
@@ -211,6 +212,9 @@ class JobWorker:
                     return JobStatus.FAILED
                 case _:
                     return JobStatus.CANCELED  # the status was already set by whoever canceled
+        except StorageUnavailable as exc:
+            self._finish(job.id, JobStatus.FAILED, exc.code, exc.detail)
+            return JobStatus.FAILED
         except OSError as exc:
             code = "disk_full" if getattr(exc, "errno", None) == 28 else "io_error"
             self._finish(job.id, JobStatus.FAILED, code, f"Could not write the result: {exc.strerror or exc}.")
@@ -228,7 +232,9 @@ class JobWorker:
         inputs = []
         for file_id in job.input_file_ids:
             f = self.files.get(file_id, any_owner=True)
-            inputs.append(InputSpec(str(self.files.path_of(f.id)), f.format or "", f.original_name))
+            # in place in the data dir; from a bucket, into the job's scratch dir
+            path = self.files.fetch(f.id, out_dir.parent / "in")
+            inputs.append(InputSpec(str(path), f.format or "", f.original_name))
         row = self.db.one("select secret_params from jobs where id = ?", job.id)
         params = {**job.params, **self.sealer.unseal(row["secret_params"] if row else None)}
         return JobSpec(tool=tool.id, inputs=inputs, params=params,

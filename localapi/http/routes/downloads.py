@@ -1,10 +1,8 @@
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path as FsPath
 from typing import IO, Annotated
 from urllib.parse import quote
 
@@ -13,6 +11,7 @@ from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from localapi.core.errors import Gone, InvalidSignature, ServiceError
+from localapi.core.files import FileStore, StoredFile
 from localapi.http.deps import ServiceDep
 from localapi.http.problems import problems
 
@@ -81,11 +80,11 @@ class OpenedLink:
     body: bytes | None = None
 
 
-def _open(path: FsPath, read_small: bool) -> tuple[IO[bytes], bytes | None]:
+def _open(files: FileStore, stored: StoredFile, read_small: bool) -> tuple[IO[bytes], bytes | None]:
     """The file, opened before anything else (a purge that unlinks it now cannot truncate this
     download), and its bytes when it is small and they are wanted."""
-    f = open(path, "rb")  # noqa: SIM115 - closed by the caller, or here once read
-    if read_small and os.fstat(f.fileno()).st_size <= SMALL:
+    f = files.open(stored.id)
+    if read_small and stored.size_bytes <= SMALL:
         with f:
             return f, f.read(SMALL + 1)
     return f, None
@@ -112,10 +111,10 @@ async def open_link(
             raise Gone("The file was purged when its retention ended.", code="file_expired")
         raise Gone("The file was deleted.", code="file_deleted")
     try:
-        f, data = await anyio.to_thread.run_sync(_open, service.files.path_of(stored.id), request.method == "GET")
+        f, data = await anyio.to_thread.run_sync(_open, service.files, stored, request.method == "GET")
     except FileNotFoundError:
         raise Gone("The file was purged.", code="file_expired") from None
-    size = len(data) if data is not None else os.fstat(f.fileno()).st_size
+    size = len(data) if data is not None else stored.size_bytes
     try:
         requested = parse_range(range, size)
     except ServiceError as exc:

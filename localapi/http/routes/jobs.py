@@ -18,6 +18,7 @@ from localapi.core.service import Service
 from localapi.core.states import JobStatus
 from localapi.http.deps import CallerDep, JobDep, KeyDep, OwnJobDep, ServiceDep
 from localapi.http.problems import problems
+from localapi.http.routes.downloads import content_disposition
 from localapi.http.schemas import JobCreate, JobOut, JobPageOut, JobRetry, ResultFileOut, ResultOut, iso
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
@@ -173,7 +174,13 @@ def delete_job(job: OwnJobDep, service: ServiceDep, caller: CallerDep) -> Respon
 
 
 def link_for(service: Service, request: Request, f: StoredFile, now: float) -> tuple[str, int]:
+    """A download link that ends with the earlier of ``download_ttl_seconds`` and the file's retention: the
+    API's own signed link, or the bucket's presigned URL (``s3_presigned_downloads``)."""
     expires = int(min(now + service.settings.download_ttl_seconds, f.expires_at))
+    presigned = service.files.blobs.presign(f.id, expires - int(now), content_disposition(f.original_name),
+                                            f.mime_type)
+    if presigned is not None:
+        return presigned, expires
     base = str(request.base_url).rstrip("/") + "/v1"
     return base + service.signer.path(f.id, f.original_name, expires), expires
 
