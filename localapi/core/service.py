@@ -29,7 +29,7 @@ from localapi.core.jobs.worker import JobSettings, JobWorker
 from localapi.core.keys import KeyService
 from localapi.core.processes import process_identity
 from localapi.core.queue import JobQueue, WorkerPool
-from localapi.core.ratelimit import RateLimiter, RateLimits
+from localapi.core.ratelimit import RateLimiter, RateLimits, shared_limits
 from localapi.core.retention import purge_expired
 from localapi.core.signing import LinkSigner
 from localapi.core.states import JobStatus
@@ -78,8 +78,13 @@ class Service:
         catalogue = catalogue or load_catalogue()
         queue = JobQueue(data / "queue.db", settings.queue_url)
         queue.bells = bells = Bells(db, process_identity())
-        if queue.remote:  # job changes reach the processes on other machines through Redis
-            bells.relay = RedisRelay(queue.target.url, queue.target.shown.rsplit("/", 1)[1], bells.identity)
+        writes = RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst)
+        reads = RateLimiter(settings.read_rate_limit_per_second, settings.read_rate_limit_burst)
+        limits = RateLimits(writes, reads)
+        if queue.remote:  # job changes reach the processes on other machines, and rate limits hold across them
+            redis_db = queue.target.shown.rsplit("/", 1)[1]
+            bells.relay = RedisRelay(queue.target.url, redis_db, bells.identity)
+            limits = shared_limits(queue.target.url, redis_db, writes, reads)
         # what a remote queue must carry a message for (JobQueue.resync, after Redis was away)
         queue.waiting = lambda: [r["id"] for r in db.all(
             "select id from jobs where status = ? order by created_at", JobStatus.QUEUED)]
@@ -105,8 +110,7 @@ class Service:
             worker=worker, queue=queue,
             signer=LinkSigner(bytes.fromhex(db.setting_once("signing_secret", secrets.token_hex(32)))),
             idempotency=IdempotencyStore(db, settings.idempotency_hours * 3600),
-            limiter=RateLimits(RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst),
-                               RateLimiter(settings.read_rate_limit_per_second, settings.read_rate_limit_burst)),
+            limiter=limits,
             catalogue=catalogue,
             webhooks=Webhooks(db, events, settings.webhook_allowed_hosts, settings.webhook_timeout_seconds,
                               settings.webhook_retry_seconds),

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, Server, free_port, png_bytes, start_server, upload, wait_job
+from tests.conftest import ROOT, Server, free_port, png_bytes, start_server, upload, wait_job, write_settings
 
 REDIS_SERVER = shutil.which("redis-server")
 needs_redis = pytest.mark.skipif(
@@ -258,3 +258,34 @@ def test_doctor_tells_a_missing_password_from_a_wrong_one(data_dir: Path, tmp_pa
     assert wrong["state"] == "fail" and "refused the password" in wrong["detail"], wrong
     assert "guess" not in wrong["detail"], wrong
     assert right["state"] == "ok", right
+
+
+def test_two_api_processes_draw_on_one_rate_limit_bucket_per_key(
+        tmp_path: Path, redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the queue on Redis, a key's rate limit holds across API processes: writes sent to two of them
+    in turn run out one bucket of 10, not two; and while Redis is away each process limits on its own."""
+    monkeypatch.setenv("FILEKILN_QUEUE_URL", redis_server.url)
+    data = tmp_path / "data"
+    data.mkdir()
+    write_settings(data, rate_limit_per_second=0.2, rate_limit_burst=10)
+    apis = [start_server(data, tmp_path / f"api{n}.log", "--workers", "0") for n in (1, 2)]
+    try:
+        key = apis[0].create_key("shared")
+        clients = [a.client(key) for a in apis]
+        # a write that is charged and then refused (no such file): cheap, and leaves nothing behind
+        statuses = [clients[n % 2].delete(f"/files/file_{n:032x}").status_code for n in range(16)]
+        assert statuses[:10] == [404] * 10, statuses
+        assert set(statuses[10:]) == {429}, f"the second process had a bucket of its own: {statuses}"
+        refused = clients[1].delete(f"/files/file_{99:032x}")
+        assert int(refused.headers["retry-after"]) >= 1
+        # reads have their own bucket, shared too, and are untouched by the writes
+        assert all(c.get("/usage").status_code == 200 for c in clients)
+        redis_server.stop(kill=True)  # each process on its own buckets: answered, not an error
+        assert clients[0].get("/usage").status_code == 200
+        assert clients[0].delete(f"/files/file_{98:032x}").status_code == 404
+        for c in clients:
+            c.close()
+    finally:
+        for a in apis:
+            a.stop()
+    assert "rate limits are this process's own until Redis answers again" in (tmp_path / "api1.log").read_text()
