@@ -165,5 +165,6 @@ class FileStore:
         return stored
 
     def delete(self, file_id: str) -> None:
-        self.db.execute("update files set deleted_at = ? where id = ? and deleted_at is null", now(), file_id)
+        """The bytes first: a store that cannot be reached (StorageUnavailable) leaves the file as it was."""
         self.blobs.delete(_checked(file_id))
+        self.db.execute("update files set deleted_at = ? where id = ? and deleted_at is null", now(), file_id)

@@ -6,6 +6,7 @@ import json
 import logging
 
 from localapi.core.db import Database, now
+from localapi.core.errors import StorageUnavailable
 from localapi.core.files import FileStore
 
 log = logging.getLogger("filekiln.retention")
@@ -19,7 +20,11 @@ def purge_expired(db: Database, files: FileStore) -> int:
     for row in db.all("select id from files where deleted_at is null and expires_at <= ?", now()):
         if row["id"] in active:
             continue
-        files.delete(row["id"])
+        try:
+            files.delete(row["id"])
+        except StorageUnavailable as exc:  # the bucket is away: the rest waits for the next round
+            log.warning("purge put off: %s", exc.detail)
+            break
         purged += 1
     db.execute("delete from idempotency where created_at < ?", now() - 7 * 86400)
     # the event feed: progress is of use for a day (a stream resumed after a night), the rest for a week
