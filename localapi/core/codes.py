@@ -103,6 +103,8 @@ CODES: dict[str, ErrorCode] = {
     "tool_disabled": _api(503, "Tool disabled", "This tool is switched off in the settings."),
     "tool_unavailable": _api(503, "Tool unavailable",
                              "This tool cannot run on this computer yet. See the Engines panel."),
+    "storage_unavailable": _api(503, "File store unavailable",
+                                "The file store (a bucket) cannot be reached; try again shortly.", job=True),
     "disk_full": _api(507, "Insufficient storage", "The disk is full; free some space and try again.", job=True),
     # ---- why a job failed: the service ----
     "timeout": _job("Timed out", "The conversion took too long and was stopped."),
