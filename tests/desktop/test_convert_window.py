@@ -94,6 +94,7 @@ def test_converting_a_png_end_to_end(qtbot: QtBot, window: MainWindow, desktop: 
     (out / "photo.webp").write_bytes(b"an earlier result")  # a clash: the default policy keeps both
     recorder.files = [files["png"]]
     window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)  # a window shortcut needs the window active
     qtbot.keyClick(window, Qt.Key.Key_O, Qt.KeyboardModifier.ControlModifier)  # Ctrl+O: Add files
     wait_for(qtbot, lambda: desktop.files.rowCount() == 1)
     assert window.convert.select_tool("image-convert")
@@ -153,6 +154,7 @@ def test_errors_are_shown_in_words_with_details_one_click_away(qtbot: QtBot, win
     wait_for(qtbot, lambda: desktop.files.rowCount() == 1)
     assert window.convert.select_tool("image-convert")
     window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)  # a window shortcut needs the window active
     qtbot.keyClick(window, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)  # Ctrl+Return: Convert
     wait_for(qtbot, lambda: bool(desktop.jobs.rows) and desktop.jobs.rows[0].status == "FAILED")
     job = desktop.jobs.rows[0]

@@ -211,6 +211,7 @@ def test_a_rows_cancel_stops_a_long_job_and_after_retry_esc_stops_the_new_one(
     new_id = desktop.jobs.rows[0].id
     wait_for(qtbot, lambda: [j.id for j in window.jobs_view.selected()] == [new_id])  # the selection followed
     window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)  # a window shortcut needs the window active
     qtbot.keyClick(window, Qt.Key.Key_Escape)
     wait_for(qtbot, lambda: not desktop.jobs.rows[0].active, timeout=120)
     assert desktop.jobs.rows[0].id == new_id and desktop.jobs.rows[0].status == JobStatus.CANCELED

@@ -99,6 +99,7 @@ def test_cancel_stops_a_running_job_and_writes_nothing(qtbot: QtBot, window: Mai
     out = tmp_path / "out"
     job_id = start_slow_job(qtbot, window, desktop, slow_pdf, out)
     window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)  # a window shortcut needs the window active
     qtbot.keyClick(window, Qt.Key.Key_Escape)  # Esc: cancel the last batch
     # however long the machine takes, the job must end canceled: finished (DONE) means the cancel missed it
     wait_for(qtbot, lambda: not desktop.jobs.rows[0].active, timeout=120)
