@@ -368,7 +368,9 @@ def _missing(exc: Any) -> bool:
 
 
 def explain(exc: BaseException, target: BucketTarget) -> str:
-    """Why the bucket cannot be used, in words."""
+    """Why the bucket cannot be used, in words (never a path on this machine: the words reach API clients)."""
+    if type(exc).__name__ == "S3UploadFailedError" and exc.__context__ is not None:
+        exc = exc.__context__  # boto3's wrapper names the spooled file; the store's own error is inside
     code = getattr(exc, "response", {}).get("Error", {}).get("Code") if hasattr(exc, "response") else None
     if code in ("404", "NoSuchBucket"):
         return f"the bucket {target.bucket} does not exist"
@@ -380,6 +382,8 @@ def explain(exc: BaseException, target: BucketTarget) -> str:
     if name == "NoCredentialsError":
         return "no credentials: set s3_access_key_id and s3_secret_access_key, or AWS_ACCESS_KEY_ID and " \
                "AWS_SECRET_ACCESS_KEY"
+    if name == "S3UploadFailedError":
+        return "the upload was refused"
     return str(exc) or name
 
 

@@ -207,3 +207,16 @@ def test_the_cache_keeps_recent_files_within_its_bound(tmp_path: Path, seaweed: 
         assert kept == sorted(r["id"] for r in refs[-2:]), "the most recent are kept, the oldest dropped"
     finally:
         srv.stop()
+
+
+def test_a_refused_upload_says_why_without_a_path_of_the_server(tmp_path: Path, seaweed: Seaweed) -> None:
+    srv = start(tmp_path, {**seaweed.settings("filekiln", "refused"), "s3_secret_access_key": "not-the-secret"})
+    try:
+        with client(srv) as c:
+            problem = assert_problem(c.post("/files", files={"file": ("x.png", png_bytes())}), 503,
+                                     "storage_unavailable")
+        assert "the access key or its secret was refused" in problem["detail"], problem
+        assert str(srv.data_dir) not in problem["detail"] and ".part" not in problem["detail"], problem
+        assert list((srv.data_dir / "files" / "tmp").iterdir()) == []
+    finally:
+        srv.stop()
