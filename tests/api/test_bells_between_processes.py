@@ -1,16 +1,15 @@
 """``filekiln serve --workers 0`` and a ``filekiln worker`` on one data dir: the worker takes a job the API
 queues, and the API learns of its end, by the bells (localapi/core/bells.py), not by their polls.
 
-Both poll every 5 s here (``poll_interval_seconds``): a job that is picked up and answered well within
-that was woken, twice, across processes.
+Both poll once an hour here (``poll_interval_seconds``): a job that is picked up and answered at all was
+woken, twice, across processes. Nothing is timed: without the bells the job would wait for the poll,
+and the answer would come back QUEUED when its wait ran out.
 """
 
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Iterator
-from datetime import datetime
 from pathlib import Path
 
 import httpx
@@ -19,7 +18,7 @@ import pytest
 from tests.api.test_workers import start_worker, stop, wait_for
 from tests.conftest import Server, png_bytes, start_server, upload, write_settings
 
-POLL = 5.0
+POLL = 3600.0
 
 
 @pytest.fixture
@@ -47,26 +46,17 @@ def _kinds(data: Path) -> set[str]:
         conn.close()
 
 
-def _ts(iso: str) -> float:
-    return datetime.fromisoformat(iso).timestamp()
-
-
 def test_a_job_queued_by_the_api_is_woken_in_the_worker_and_its_end_in_the_api(split: tuple[Server, Path]) -> None:
     srv, _ = split
     key = srv.create_key("bells")
     with httpx.Client(base_url=srv.base_url, headers={"X-API-Key": key}, timeout=60) as c:
-        time.sleep(1.2)  # past the API's one-second look at who has a bell
         for i in range(5):
             ref = upload(c, f"b{i}.png", png_bytes(color=(i * 40, 90, 200)))
-            sent = time.monotonic()
             r = c.post("/jobs", params={"wait": 30},
                        json={"tool": "image-convert", "inputFileIds": [ref["id"]], "outputFormat": "webp"})
-            answered = time.monotonic() - sent
             job = r.json()
-            assert r.status_code == 201 and job["status"] == "DONE", job
-            picked_up = _ts(job["startedAt"]) - _ts(job["createdAt"])
-            assert picked_up < POLL / 5, f"picked up after {picked_up:.2f} s: by the poll, not the bell"
-            assert answered < POLL / 2, f"answered after {answered:.2f} s: the end came by the poll"
+            assert r.status_code == 201, job
+            assert job["status"] == "DONE", f"not woken: the job came back {job['status']} when its wait ran out"
 
 
 def test_an_event_stream_on_the_api_follows_a_job_run_by_the_worker(split: tuple[Server, Path]) -> None:
@@ -76,11 +66,10 @@ def test_an_event_stream_on_the_api_follows_a_job_run_by_the_worker(split: tuple
         ref = upload(c, "s.png", png_bytes())
         job = c.post("/jobs", json={"tool": "image-convert", "inputFileIds": [ref["id"]],
                                     "outputFormat": "webp"}).json()
-        started = time.monotonic()
         types = []
+        # without the bells the stream would stay silent past the client's 60 s read timeout
         with c.stream("GET", f"/jobs/{job['id']}/events") as r:
             for line in r.iter_lines():
                 if line.startswith("event: "):
                     types.append(line[7:])
         assert types[-1] == "job.done" and "job.processing" in types, types
-        assert time.monotonic() - started < POLL / 2

@@ -267,7 +267,7 @@ def test_two_api_processes_draw_on_one_rate_limit_bucket_per_key(
     monkeypatch.setenv("FILEKILN_QUEUE_URL", redis_server.url)
     data = tmp_path / "data"
     data.mkdir()
-    write_settings(data, rate_limit_per_second=0.2, rate_limit_burst=10)
+    write_settings(data, rate_limit_per_second=0.01, rate_limit_burst=10)  # a token back per 100 s: none in the run
     apis = [start_server(data, tmp_path / f"api{n}.log", "--workers", "0") for n in (1, 2)]
     try:
         key = apis[0].create_key("shared")

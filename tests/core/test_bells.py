@@ -6,7 +6,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -95,7 +94,8 @@ def test_with_the_queue_on_redis_job_changes_reach_other_machines(db: Database, 
     try:
         there.listen(EVENTS, woken.set)
         here.listen(EVENTS, own.set)
-        time.sleep(0.5)  # subscribed (each listener is also called once as it subscribes: what it missed)
+        # each relay calls its listener once as it has subscribed (for what it may have missed): both are now
+        assert woken.wait(30) and own.wait(30), "a relay did not subscribe"
         woken.clear()
         own.clear()
         here.ring(QUEUE)
