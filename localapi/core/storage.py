@@ -42,8 +42,6 @@ READ_TIMEOUT = 60.0
 class Blobs(Protocol):
     """The bytes of stored files, by file id."""
 
-    remote: bool
-
     def put(self, source: Path, file_id: str, *, move: bool) -> int:
         """Store ``source`` as ``file_id`` (moved, or copied); returns its size."""
 
@@ -67,8 +65,6 @@ class Blobs(Protocol):
 
 class LocalBlobs:
     """Files in the data dir: ``root/<2 hex>/<file id>``."""
-
-    remote = False
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -128,8 +124,6 @@ def bucket_target(storage_url: str) -> BucketTarget:
 
 class BucketBlobs:
     """Files as objects ``<prefix><file id>`` in an S3-compatible bucket, with a bounded local cache."""
-
-    remote = True
 
     def __init__(self, settings: Settings, cache_dir: Path) -> None:
         self.target = bucket_target(settings.storage_url)
