@@ -42,6 +42,8 @@ typecheck: venv-test
 
 test: venv-test lint typecheck
 	QT_QPA_PLATFORM=offscreen $(VENV)/bin/pytest -q
+	# the API suite once more, on PostgreSQL, Redis and an S3-compatible bucket (tests/backends.py)
+	QT_QPA_PLATFORM=offscreen FILEKILN_TEST_BACKENDS=scale $(VENV)/bin/pytest -q tests/api tests/hostile tests/workflows
 
 bench: venv-test
 	for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -291,10 +291,10 @@ def key_json(key: Any) -> dict[str, Any]:
 
 
 def cmd_keys(args: argparse.Namespace, settings: Settings) -> int:
-    from localapi.core.db import Database
+    from localapi.core.db import open_database
     from localapi.core.keys import KeyService
 
-    keys = KeyService(Database(settings.data_dir / "filekiln.db"))
+    keys = KeyService(open_database(settings))
     if args.keys_command == "create":
         key, secret = keys.create(args.name, args.daily_quota)
         if args.json:

@@ -38,7 +38,7 @@ def cmd_convert(args: argparse.Namespace, settings: Settings) -> int:
     from converters.base import InputFile, ToolEnv, free_name
     from converters.catalogue import load_catalogue
     from converters.inputs.sniff import sniff
-    from localapi.core.db import Database
+    from localapi.core.db import open_database
     from localapi.core.errors import ServiceError
     from localapi.core.jobs.messages import InputSpec, JobSpec
     from localapi.core.jobs.runner import run_supervised
@@ -47,7 +47,7 @@ def cmd_convert(args: argparse.Namespace, settings: Settings) -> int:
     from localapi.core.switches import Switches
 
     env = ToolEnv(models_dir=settings.data_dir / "models", settings=dict(settings.tools))
-    switches = Switches(Database(settings.data_dir / "filekiln.db"), env)
+    switches = Switches(open_database(settings), env)
     try:
         tool, model, fmt = check_request(load_catalogue(), switches, args.tool,
                                          dict(parse_param(p) for p in args.param), args.output_format,

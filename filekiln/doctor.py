@@ -35,7 +35,8 @@ def run_checks(settings: Settings) -> list[Check]:
     checks = [check_data_dir(settings.data_dir)]
     if checks[0].state == "fail":
         return checks
-    checks.append(check_database(settings.data_dir / "filekiln.db"))
+    checks.append(check_postgres(settings.database_url) if settings.database_url.strip()
+                  else check_database(settings.data_dir / "filekiln.db"))
     checks.append(check_queue(settings.data_dir / "queue.db", settings.queue_url))
     checks.append(check_storage(settings))
     checks.append(check_disk(settings.data_dir))
@@ -89,6 +90,29 @@ def check_database(path: Path) -> Check:
         absent = ", ".join(sorted(missing))
         return Check("metadata database", "fail", f"{path} is not FileKiln's database (no {absent} table).")
     return Check("metadata database", "ok", f"SQLite, {path}, {jobs} jobs kept")
+
+
+def check_postgres(database_url: str) -> Check:
+    """The database_url is one FileKiln can use, and the PostgreSQL it names lets FileKiln in; what it
+    holds as it is found (the look at the tools that follows starts FileKiln, which makes or upgrades
+    the tables)."""
+    from localapi.config import SettingError, Settings
+    from localapi.core.db import SCHEMA_HEAD, PostgresDatabase, open_database
+
+    try:
+        db = open_database(Settings(database_url=database_url), migrate=False)
+    except SettingError as exc:
+        return Check("metadata database", "fail", f"{exc} (database_url in settings.toml, or FILEKILN_DATABASE_URL)")
+    assert isinstance(db, PostgresDatabase)
+    try:
+        if db.version is None:
+            return Check("metadata database", "ok", f"PostgreSQL, {db.target}: empty; FileKiln makes its tables as "
+                                                    "it starts")
+        jobs = db.one("select count(*) as n from jobs")["n"]
+    finally:
+        db.close()
+    upgrade = "" if db.version == SCHEMA_HEAD else f"; its schema ({db.version}) is upgraded as FileKiln starts"
+    return Check("metadata database", "ok", f"PostgreSQL, {db.target}, {jobs} jobs kept{upgrade}")
 
 
 def check_queue(path: Path, queue_url: str = "") -> Check:

@@ -19,13 +19,13 @@ def preset_json(preset: Any) -> dict[str, Any]:
 
 def cmd_presets(args: argparse.Namespace, settings: Settings) -> int:
     """List, export and delete presets (the database only), or import them (checked by the workflow service)."""
-    from localapi.core.db import Database
+    from localapi.core.db import open_database
     from localapi.core.errors import ServiceError
     from localapi.core.workflows.presets import PresetStore
 
     if args.presets_command == "import":
         return import_presets(args, settings)
-    presets = PresetStore(Database(settings.data_dir / "filekiln.db"))
+    presets = PresetStore(open_database(settings))
     try:
         if args.presets_command == "list":
             listed = presets.all()

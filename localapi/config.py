@@ -62,6 +62,12 @@ class Settings:
     job_memory_limit_mb: int = 4096
     purge_interval_seconds: float = 600.0
     poll_interval_seconds: float = 0.05
+    # the metadata database (keys, files, jobs, workflows, webhooks ...): empty for filekiln.db in the data dir;
+    # postgresql://user:password@host:port/database for PostgreSQL, shared by API and worker processes
+    database_url: str = ""
+    # the key that seals jobs' passwords until they run: empty for params.key in the data dir; processes on
+    # several machines share one (a Fernet key: Fernet.generate_key())
+    params_key: str = ""
     # the job queue: empty for Huey on SQLite in the data dir; redis://[:password@]host:port/db (or
     # rediss://) for Huey on Redis, shared by API and worker processes on several machines
     queue_url: str = ""

@@ -16,6 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.backends import BACKENDS, SCALE, backend_env, process_env
+from tests.postgres import postgres  # noqa: F401 - the session's PostgreSQL server, for the tests that ask for it
 from tests.seaweed import seaweed  # noqa: F401 - the session's S3-compatible store, for the tests that ask for it
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -56,6 +58,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report: pytest.TestReport = yield
     _fail_unexpected_skip(report)
     return report
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The scale run (tests/backends.py) leaves out the tests marked ``embedded``: deselected, not skipped."""
+    if not SCALE:
+        return
+    kept = [item for item in items if item.get_closest_marker("embedded") is None]
+    config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker("embedded")])
+    items[:] = kept
+
+
+@pytest.fixture(scope="session", autouse=True)
+def scale_backends() -> Iterator[None]:
+    """Stops the scale run's servers at the end of the session (they start with the first data dir)."""
+    yield
+    BACKENDS.stop()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -121,6 +139,9 @@ class Server:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def database(self) -> Any:
+        return install_db(self.data_dir)
+
     def stop(self, kill: bool = False) -> None:
         if self.process.poll() is None:
             if kill:
@@ -130,9 +151,49 @@ class Server:
             self.process.wait(timeout=30)
 
 
+def install_settings(data_dir: Path, **overrides: Any) -> Any:
+    """The settings of the install on ``data_dir``, as its processes read them (with its back-ends)."""
+    from localapi.config import load_settings
+
+    env = backend_env(data_dir)
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    try:
+        return load_settings(data_dir, **overrides)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def install_db(data_dir: Path) -> Any:
+    """The metadata database of the install on ``data_dir``, opened here as its processes open it."""
+    from localapi.config import Settings
+    from localapi.core.db import open_database
+
+    url = backend_env(data_dir).get("FILEKILN_DATABASE_URL", "")
+    return open_database(Settings(data_dir=data_dir, database_url=url))
+
+
+def database_text(server: Server) -> str:
+    """Every value of every row of the server's metadata database, as text (to look for what must not be there)."""
+    db = server.database()
+    try:
+        if db.kind == "sqlite":
+            tables = [r[0] for r in db.all("select name from sqlite_master where type = 'table'")]
+        else:
+            tables = [r[0] for r in db.all("select table_name from information_schema.tables"
+                                           " where table_schema = 'public'")]
+        return "\n".join(repr(tuple(row)) for table in tables for row in db.all(f'select * from "{table}"'))
+    finally:
+        db.close()
+
+
 def run_cli(data_dir: Path, *args: str, check: bool = True, timeout: float = 120) -> str:
     result = subprocess.run([sys.executable, "-m", "filekiln", "--data-dir", str(data_dir), *args],
-                            capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+                            capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=process_env(data_dir))
     if check and result.returncode != 0:
         raise AssertionError(f"filekiln {' '.join(args)} failed ({result.returncode}): {result.stderr}")
     return result.stdout
@@ -143,7 +204,7 @@ def start_server(data_dir: Path, log_path: Path, *extra: str, port: int | None =
     log = open(log_path, "ab")  # noqa: SIM115 - kept open for the server's lifetime
     proc = subprocess.Popen(
         [sys.executable, "-m", "filekiln", "serve", "--data-dir", str(data_dir), "--port", str(port), *extra],
-        stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+        stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=process_env(data_dir),
     )
     server = Server(data_dir, port, proc, log_path, list(extra))
     deadline = time.monotonic() + 120

@@ -113,6 +113,8 @@ CODES: dict[str, ErrorCode] = {
     "interrupted": _job("Interrupted", "FileKiln was stopped while this job ran, twice. Try again."),
     "io_error": _job("Result not written", "The result could not be written to disk."),
     "no_output": _job("No output", "The tool finished without producing a file."),
+    "params_unreadable": _job("Passwords unreadable", "The job's passwords were sealed with another key than "
+                                                      "the worker's; every process needs the same params_key."),
     # ---- why a job failed: the tool (also a 422 when the tool refuses the input before the job is queued) ----
     "damaged_input": _job("Damaged input",
                           "The file looks damaged or is not what its type says, so it could not be read."),

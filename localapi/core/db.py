@@ -1,145 +1,60 @@
-"""The metadata database: SQLite in WAL mode, one connection per thread."""
+"""The metadata database: SQLite in the data dir (the embedded default), or PostgreSQL (``database_url``).
+
+Statements are written once, in the SQL both databases speak, with ``?`` placeholders; the schema is
+Alembic's (``localapi/migrations``), applied as a database is opened. SQLite runs in WAL mode with one
+connection per thread and lets one writer in at a time; on PostgreSQL every writing transaction takes one
+advisory lock, so writes keep the same order on both (an event's ``seq`` is never committed after a
+later one's), and connections come from a small pool.
+"""
 
 from __future__ import annotations
 
+import functools
 import secrets
 import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlsplit
 
-SCHEMA = """
-create table if not exists keys (
-    id text primary key, name text not null, prefix text not null,
-    secret_hash text not null unique, created_at real not null,
-    last_used_at real, revoked_at real, daily_job_quota integer
-);
-create table if not exists files (
-    id text primary key, key_id text, original_name text not null, mime_type text not null,
-    format text, size_bytes integer not null, sha256 text, kind text not null,
-    job_id text, created_at real not null, expires_at real not null, deleted_at real
-);
-create index if not exists files_expiry on files (expires_at) where deleted_at is null;
-create table if not exists jobs (
-    id text primary key, key_id text, tool text not null, status text not null,
-    progress integer not null default 0, output_format text, params text not null,
-    input_file_ids text not null, result_file_ids text not null default '[]',
-    bundle_file_id text, error_code text, error_message text, notes text not null default '[]',
-    created_at real not null, started_at real, finished_at real, updated_at real not null,
-    attempts integer not null default 0, worker text, heartbeat_at real, child_pid integer,
-    webhook_url text
-);
-create index if not exists jobs_key_created on jobs (key_id, created_at, id);
--- GET /jobs?status=...: the newest jobs in one state without scanning the others (10 000 queued, 1 failed)
-create index if not exists jobs_key_status_created on jobs (key_id, status, created_at, id);
-drop index if exists jobs_status;
-create index if not exists jobs_status_created on jobs (status, created_at, id);
--- the worker's fair pick: each caller's running count and oldest queued job, from the index alone
-create index if not exists jobs_status_key_created on jobs (status, key_id, created_at, id);
-create table if not exists usage (
-    key_id text not null, day text not null, jobs integer not null,
-    primary key (key_id, day)
-);
-create table if not exists idempotency (
-    key_id text not null, idem_key text not null, request_hash text,
-    state text not null, status_code integer, body text, created_at real not null,
-    owner text, heartbeat_at real,
-    primary key (key_id, idem_key)
-);
-create table if not exists settings (name text primary key, value text not null);
--- every change of a job, in order, with a snapshot of the job (localapi/core/jobs/events.py)
-create table if not exists job_events (
-    seq integer primary key autoincrement, job_id text not null, key_id text, type text not null,
-    job text not null, created_at real not null
-);
-create index if not exists job_events_job on job_events (job_id, seq);
-create index if not exists job_events_key on job_events (key_id, seq);
-create index if not exists job_events_created on job_events (created_at);
--- webhooks (localapi/core/webhooks/): a key's hooks, its secret for jobs' own webhookUrl, and the
--- delivery outbox; (target, event_seq) is unique so that a feed read twice never delivers twice
-create table if not exists webhooks (
-    id text primary key, key_id text not null, url text not null, events text not null, secret text not null,
-    created_at real not null, disabled_at real, disabled_reason text
-);
-create index if not exists webhooks_key on webhooks (key_id, created_at);
-create table if not exists webhook_job_secrets (
-    key_id text primary key, secret text not null, created_at real not null
-);
-create table if not exists webhook_deliveries (
-    id text primary key, target text not null, event_seq integer not null, event_type text not null,
-    job_id text not null, key_id text, url text not null, body text not null, status text not null,
-    attempts integer not null default 0, next_attempt_at real not null, last_status integer, last_error text,
-    created_at real not null, finished_at real,
-    unique (target, event_seq)
-);
-create index if not exists webhook_deliveries_due on webhook_deliveries (status, next_attempt_at);
--- workflows (localapi/core/workflows/): steps run as ordinary jobs, which name their workflow and step;
--- secret_steps holds the steps' passwords, sealed, until the workflow ends
-create table if not exists workflows (
-    id text primary key, key_id text, status text not null, progress integer not null default 0,
-    steps text not null, secret_steps text, preset text, tag text, webhook_url text,
-    input_file_ids text not null, current_step integer not null default 0,
-    result_file_ids text not null default '[]', bundle_file_id text,
-    error_code text, error_message text, error_step integer,
-    created_at real not null, started_at real, finished_at real, updated_at real not null
-);
-create index if not exists workflows_key_created on workflows (key_id, created_at, id);
-create index if not exists workflows_status on workflows (status);
--- watch folders (localapi/core/watch/): stored so that they come back after a restart
-create table if not exists watch_folders (
-    id text primary key, in_dir text not null, out_dir text not null, preset text not null,
-    recursive integer not null default 0, after text not null default 'keep', paused integer not null default 0,
-    created_at real not null, last_activity_at real, last_error text,
-    unique (in_dir, out_dir)
-);
--- one row per version of a file taken from a watched folder (watch/ledger.py)
-create table if not exists watched_files (
-    id integer primary key, folder_id text not null, rel_path text not null, size integer not null,
-    mtime_ns integer not null, sha256 text not null, status text not null, workflow_id text,
-    taken_at real not null, finished_at real, message text,
-    unique (folder_id, rel_path, size, mtime_ns, sha256)
-);
-create index if not exists watched_files_status on watched_files (folder_id, status);
--- worker processes (localapi/core/jobs/registry.py): alive while heartbeat_at is recent; tools and partial
--- are JSON lists of the tool ids a process takes, and of those it runs only in part
-create table if not exists workers (
-    id text primary key, host text not null, pid integer not null, slots integer not null,
-    started_at real not null, heartbeat_at real not null, tools text not null default '[]',
-    partial text not null default '[]'
-);
--- wake-up sockets of the processes on a data dir (localapi/core/bells.py): a UDP port on 127.0.0.1 each, and
--- the kinds of news it wants (queue, events), comma-separated
-create table if not exists bells (
-    id text primary key, host text not null, port integer not null, kinds text not null, updated_at real not null
-);
--- presets: named lists of steps, shared by every face of one install (the built-in ones live in code)
-create table if not exists presets (
-    name text primary key, description text not null default '', steps text not null,
-    created_at real not null, updated_at real not null
-);
-"""
+from localapi.config import SettingError
+from localapi.core.errors import BadRequest
 
-# indexes on columns added since a table was first released (made after COLUMNS_ADDED)
-LATE_INDEXES = """
-create index if not exists jobs_workflow on jobs (workflow_id, step) where workflow_id is not null;
-create index if not exists jobs_key_tag_created on jobs (key_id, tag, created_at, id) where tag is not null;
-"""
+if TYPE_CHECKING:
+    from localapi.config import Settings
+
+# the newest migration in localapi/migrations/versions: a database already there is opened without Alembic
+SCHEMA_HEAD = "0001_baseline"
+# the advisory lock every writing transaction on PostgreSQL holds (SQLite's one writer at a time)
+WRITE_LOCK = 0x46_4B_57  # "FKW"
+PING_AFTER = 10.0  # seconds a pooled PostgreSQL connection may rest before it is checked as it is taken
 
 
-# columns added since a table was first released: a data dir made by an earlier FileKiln gains them at start
-COLUMNS_ADDED = (
-    ("jobs", "webhook_url", "text"),
-    ("jobs", "secret_params", "text"),  # sealed passwords, until the job ends (jobs/sealed.py)
-    ("idempotency", "owner", "text"),  # the process holding an in-flight claim, and its last sign of life
-    ("idempotency", "heartbeat_at", "real"),
-    ("jobs", "tag", "text"),  # the caller's label, for GET /jobs?tag=
-    ("jobs", "workflow_id", "text"),  # the workflow this job is a step of, and which step (0-based)
-    ("jobs", "step", "integer"),
-)
+class Row(Protocol):
+    """A result row, by column name or position (sqlite3.Row, or PgRow)."""
+
+    def __getitem__(self, key: str | int, /) -> Any: ...
+    def keys(self) -> list[str]: ...
+
+
+class Cursor(Protocol):
+    rowcount: int
+
+    def fetchone(self) -> Any: ...
+    def fetchall(self) -> list[Any]: ...
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class Connection(Protocol):
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Any: ...
+
+
+class DatabaseError(SettingError):
+    """The database cannot be used as configured; the message says why in words, never with the password."""
 
 
 def new_id(prefix: str) -> str:
@@ -152,20 +67,88 @@ def now() -> float:
 
 
 class Database:
+    """What every part of FileKiln asks of the metadata database, whichever it is."""
+
+    kind = ""
+    target = ""  # where it is, for /health and doctor: a path, or a URL without its password
+
+    def transaction(self) -> Any:  # a context manager yielding a Connection
+        raise NotImplementedError
+
+    def reading(self) -> Any:  # a context manager yielding a Connection for a few reads in a row
+        raise NotImplementedError
+
+    def one(self, sql: str, *args: Any) -> Any:
+        raise NotImplementedError
+
+    def all(self, sql: str, *args: Any) -> list[Any]:
+        raise NotImplementedError
+
+    def execute(self, sql: str, *args: Any) -> int:
+        """One writing statement, committed on its own (or part of this thread's open transaction)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def describe(self) -> dict[str, Any]:
+        """Its state for ``GET /health`` and doctor: kind, target, ``ok``, and ``error`` in words."""
+        try:
+            self.one("select 1")
+        except Exception as exc:
+            return {"kind": self.kind, "target": self.target, "ok": False, "error": _reason(exc)}
+        return {"kind": self.kind, "target": self.target, "ok": True, "error": None}
+
+    def get_setting(self, name: str, default: str | None = None) -> str | None:
+        row = self.one("select value from settings where name = ?", name)
+        return row["value"] if row else default
+
+    def set_setting(self, name: str, value: str) -> None:
+        self.execute(
+            "insert into settings (name, value) values (?, ?) "
+            "on conflict (name) do update set value = excluded.value",
+            name, value,
+        )
+
+    def setting_once(self, name: str, make: str) -> str:
+        """Store ``make`` under ``name`` unless a value is there already; return the stored one."""
+        self.execute("insert into settings (name, value) values (?, ?) on conflict do nothing", name, make)
+        value = self.get_setting(name)
+        assert value is not None
+        return value
+
+
+def open_database(settings: Settings, migrate: bool = True) -> Database:
+    """The database ``settings`` name: ``database_url``, else ``filekiln.db`` in the data dir; brought to
+    this release's schema unless ``migrate`` is False (PostgreSQL only: doctor looks without changing)."""
+    url = settings.database_url.strip()
+    if not url:
+        return SqliteDatabase(settings.data_dir / "filekiln.db")
+    scheme = url.split(":", 1)[0].lower()
+    if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
+        return PostgresDatabase(url, migrate=migrate)
+    from localapi.core.urls import redacted
+
+    raise DatabaseError(f"database_url {redacted(url)!r} is not a database FileKiln can use: leave it empty for "
+                        "the data dir's SQLite file, or give postgresql://user:password@host:port/database.")
+
+
+class SqliteDatabase(Database):
+    kind = "sqlite"
+
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.target = str(path)
         self._local = threading.local()
         # SQLite lets one writer in at a time and makes the others sleep and retry (1, 2, 5 ms ...);
         # this process's writers queue here instead and go in the moment the one before is done.
         # Re-entrant: a write inside a transaction on the same thread is part of that transaction.
         self._writing = threading.RLock()
         path.parent.mkdir(parents=True, exist_ok=True)
-        conn = self.connect()
-        conn.executescript(SCHEMA)
-        for table, column, declaration in COLUMNS_ADDED:
-            if column not in {row["name"] for row in conn.execute(f"pragma table_info({table})")}:
-                conn.execute(f"alter table {table} add column {column} {declaration}")
-        conn.executescript(LATE_INDEXES)
+        if _version(self.connect()) != SCHEMA_HEAD:
+            from localapi.core.migrate import upgrade
+
+            upgrade(f"sqlite:///{path}")
 
     def connect(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -192,6 +175,10 @@ class Database:
                 raise
             conn.execute("commit")
 
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        yield self.connect()
+
     def one(self, sql: str, *args: Any) -> sqlite3.Row | None:
         row: sqlite3.Row | None = self.connect().execute(sql, args).fetchone()
         return row
@@ -200,30 +187,219 @@ class Database:
         return list(self.connect().execute(sql, args).fetchall())
 
     def execute(self, sql: str, *args: Any) -> int:
-        """One writing statement, committed on its own (or part of this thread's open transaction)."""
         with self._writing:
             return self.connect().execute(sql, args).rowcount
-
-    def get_setting(self, name: str, default: str | None = None) -> str | None:
-        row = self.one("select value from settings where name = ?", name)
-        return row["value"] if row else default
-
-    def set_setting(self, name: str, value: str) -> None:
-        self.execute(
-            "insert into settings (name, value) values (?, ?) "
-            "on conflict (name) do update set value = excluded.value",
-            name, value,
-        )
-
-    def setting_once(self, name: str, make: str) -> str:
-        """Store ``make`` under ``name`` unless a value is there already; return the stored one."""
-        self.execute("insert or ignore into settings (name, value) values (?, ?)", name, make)
-        value = self.get_setting(name)
-        assert value is not None
-        return value
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+
+def _version(conn: sqlite3.Connection) -> str | None:
+    """The Alembic revision a SQLite database is at; None for a new one or one made before migrations."""
+    try:
+        row = conn.execute("select version_num from alembic_version").fetchone()
+    except sqlite3.OperationalError:  # no such table
+        return None
+    return row[0] if row else None
+
+
+class PgRow:
+    """A PostgreSQL row read by column name or position, like sqlite3.Row."""
+
+    __slots__ = ("_index", "_values")
+
+    def __init__(self, index: dict[str, int], values: Sequence[Any]) -> None:
+        self._index = index
+        self._values = values
+
+    def __getitem__(self, key: str | int) -> Any:
+        return self._values[key if isinstance(key, int) else self._index[key]]
+
+    def keys(self) -> list[str]:
+        return list(self._index)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"PgRow({dict(zip(self._index, self._values, strict=True))!r})"
+
+
+def _pg_rows(cursor: Any) -> Any:
+    index = {column.name: i for i, column in enumerate(cursor.description or ())}
+    return functools.partial(PgRow, index)
+
+
+@functools.lru_cache(maxsize=1024)
+def _pg_sql(sql: str) -> str:
+    """A statement with psycopg's placeholders: ``?`` becomes ``%s`` (and a literal ``%`` doubles)."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+class _NoRows:
+    """The answer of a read no row can match."""
+
+    rowcount = 0
+
+    def fetchone(self) -> None:
+        return None
+
+    def fetchall(self) -> list[Any]:
+        return []
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(())
+
+
+class PgConnection:
+    """A pooled psycopg connection that takes statements as the rest of FileKiln writes them."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ()) -> Any:
+        if any(isinstance(p, str) and "\x00" in p for p in parameters):
+            # PostgreSQL's text cannot hold NUL, so no stored value has one: a read finds nothing (an id
+            # with NUL in a URL is not found, as on SQLite), and a write is refused in words
+            if sql.lstrip()[:6].lower() == "select":
+                return _NoRows()
+            raise BadRequest("Text with a NUL character (\\0) cannot be stored.")
+        return self.raw.execute(_pg_sql(sql), parameters)
+
+
+class PostgresDatabase(Database):
+    kind = "postgresql"
+
+    def __init__(self, url: str, pool_size: int = 4, max_overflow: int = 28, migrate: bool = True) -> None:
+        from localapi.core.urls import redacted
+
+        self.url = url
+        self.target = redacted(url)
+        self._local = threading.local()
+        self._engine = _pg_engine(url, pool_size, max_overflow)
+        try:
+            with self.reading() as conn:
+                known = conn.execute("select to_regclass('alembic_version') is not null").fetchone()[0]
+                version = conn.execute("select version_num from alembic_version").fetchone() if known else None
+        except Exception as exc:  # psycopg's or the pool's: refused, unknown host, wrong password ...
+            self._engine.dispose()
+            raise DatabaseError(f"The database at {self.target} cannot be reached: {_reason(exc)}") from None
+        self.version = version[0] if version else None
+        if migrate and self.version != SCHEMA_HEAD:
+            from localapi.core.migrate import upgrade
+
+            upgrade(url)
+            self.version = SCHEMA_HEAD
+
+    def _checkout(self) -> Any:
+        """A connection from the pool; one unused for a while is asked first whether it still works (the
+        server may have restarted), and replaced if not. A connection in steady use is not asked."""
+        fairy = self._engine.raw_connection()
+        if time.monotonic() - fairy.info.get("used", 0.0) > PING_AFTER:
+            try:
+                fairy.driver_connection.execute("select 1")
+            except Exception:
+                fairy.invalidate()
+                fairy.close()
+                fairy = self._engine.raw_connection()
+        fairy.info["used"] = time.monotonic()
+        return fairy
+
+    @contextmanager
+    def _borrowed(self) -> Iterator[PgConnection]:
+        held: PgConnection | None = getattr(self._local, "conn", None)
+        if held is not None:  # this thread's open transaction
+            yield held
+            return
+        fairy = self._checkout()
+        try:
+            yield PgConnection(fairy.driver_connection)
+        except Exception:
+            _drop_if_broken(fairy)
+            raise
+        finally:
+            fairy.close()  # back to the pool
+
+    @contextmanager
+    def transaction(self) -> Iterator[PgConnection]:
+        if getattr(self._local, "conn", None) is not None:
+            raise DatabaseError("a transaction is open on this thread already")
+        fairy = self._checkout()
+        conn = PgConnection(fairy.driver_connection)
+        try:
+            with conn.raw.transaction():
+                conn.execute("select pg_advisory_xact_lock(?)", (WRITE_LOCK,))
+                self._local.conn = conn
+                try:
+                    yield conn
+                finally:
+                    self._local.conn = None
+        except Exception:
+            _drop_if_broken(fairy)
+            raise
+        finally:
+            fairy.close()
+
+    reading = _borrowed
+
+    def one(self, sql: str, *args: Any) -> Any:
+        with self._borrowed() as conn:
+            return conn.execute(sql, args).fetchone()
+
+    def all(self, sql: str, *args: Any) -> list[Any]:
+        with self._borrowed() as conn:
+            return list(conn.execute(sql, args).fetchall())
+
+    def execute(self, sql: str, *args: Any) -> int:
+        held: PgConnection | None = getattr(self._local, "conn", None)
+        if held is not None:
+            return int(held.execute(sql, args).rowcount)
+        with self.transaction() as conn:
+            return int(conn.execute(sql, args).rowcount)
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+
+def _pg_engine(url: str, pool_size: int, max_overflow: int) -> Any:
+    """SQLAlchemy's pool of psycopg connections, each in autocommit (transactions are begun explicitly),
+    with FileKiln's rows and Python's bools stored as the 0/1 integers the schema has."""
+    try:
+        import psycopg
+        from psycopg.types.numeric import IntDumper
+        from sqlalchemy import create_engine, event
+    except ImportError as exc:
+        raise DatabaseError(f"database_url names PostgreSQL, but {exc.name} is not installed: "
+                            "install FileKiln with its [scale] extra (pip install 'filekiln[scale]').") from None
+    parts = urlsplit(url)
+    engine = create_engine(parts._replace(scheme="postgresql+psycopg").geturl(), pool_size=pool_size,
+                           max_overflow=max_overflow, pool_timeout=60)
+
+    @event.listens_for(engine, "connect")
+    def configure(dbapi_connection: psycopg.Connection[Any], _record: Any) -> None:
+        dbapi_connection.autocommit = True
+        dbapi_connection.row_factory = _pg_rows
+        dbapi_connection.adapters.register_dumper(bool, IntDumper)
+
+    return engine
+
+
+def _drop_if_broken(fairy: Any) -> None:
+    """Keep a connection that lost its server (a restart, a network cut) out of the pool: the next
+    statement gets a new one instead of the same error."""
+    raw = fairy.driver_connection
+    if raw is None or raw.closed or getattr(raw, "broken", False):
+        fairy.invalidate()
+
+
+def _reason(exc: BaseException) -> str:
+    """What stopped a connection, in words: the server's own sentence without the connection details."""
+    inner = getattr(exc, "orig", None) or exc
+    text = str(inner).strip().splitlines()[0] if str(inner).strip() else type(inner).__name__
+    return text.split(": ", 1)[-1] if text.startswith("connection") else text

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from localapi.core.db import Database, now
+from localapi.core.db import Database, Row, now
 from localapi.core.errors import Conflict, InvalidParams
 from localapi.core.processes import process_identity, process_is_gone
 
@@ -72,7 +71,7 @@ class IdempotencyStore:
         self.check_same(replay, req_hash)
         return replay
 
-    def _orphaned(self, row: sqlite3.Row) -> bool:
+    def _orphaned(self, row: Row) -> bool:
         """An in-flight claim whose process is gone (this process is not: its own claims never are)."""
         if row["state"] != "in_flight" or row["owner"] == self.owner:
             return False
@@ -106,7 +105,7 @@ class IdempotencyStore:
         self.db.execute("delete from idempotency where owner = ? and state = 'in_flight'", self.owner)
 
 
-def _replay(row: sqlite3.Row) -> Replay:
+def _replay(row: Row) -> Replay:
     """The record's response, or 409 while its request is still being handled."""
     if row["state"] != "done":
         raise Conflict("A request with this Idempotency-Key is still being processed.",

@@ -20,19 +20,21 @@ from urllib.parse import unquote, urlsplit
 
 from localapi.config import SettingError
 from localapi.core.bells import QUEUE, Bells
+from localapi.core.urls import redacted
 
-# huey.storage imports the redis package whenever it is installed, at some 0.1 s; the queue in the data
-# dir never needs it, so it stays out here and is imported only for a redis:// queue_url (_redis_storage)
-_redis_kept_out = "redis" not in sys.modules
-if _redis_kept_out:
-    sys.modules["redis"] = None  # type: ignore[assignment]
+# huey.storage imports the redis and psycopg packages whenever they are installed, at some 0.1 s each; the
+# queue in the data dir needs neither, so they stay out here: redis is imported only for a redis:// queue_url
+# (_redis_storage), psycopg only for a postgresql:// database_url (localapi/core/db.py), never by Huey
+_kept_out = [name for name in ("redis", "psycopg") if name not in sys.modules]
+for _name in _kept_out:
+    sys.modules[_name] = None  # type: ignore[assignment]
 try:
     from huey import Huey
     from huey.consumer import Consumer, Worker
     from huey.storage import SqliteStorage
 finally:
-    if _redis_kept_out:
-        del sys.modules["redis"]
+    for _name in _kept_out:
+        del sys.modules[_name]
 
 log = logging.getLogger("filekiln.queue")
 
@@ -88,20 +90,6 @@ def queue_target(queue_url: str, path: Path) -> QueueTarget:
     shown_host = f"[{host}]" if ":" in host else host
     return QueueTarget("redis", f"{parts.scheme}://{shown_host}:{port}/{db}", url, host, port,
                        unquote(parts.password or ""))
-
-
-def redacted(url: str) -> str:
-    """``url`` with any password in it replaced by ``***``."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return url.split("@")[-1]
-    if not password:
-        return url
-    userinfo, _, hostport = parts.netloc.rpartition("@")
-    user = userinfo.split(":", 1)[0]
-    return parts._replace(netloc=f"{user}:***@{hostport}").geturl()
 
 
 def _redis_storage() -> type:

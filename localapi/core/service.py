@@ -18,7 +18,7 @@ from converters.inputs.sniff import sniff
 from localapi.config import Settings
 from localapi.core.bells import Bells, RedisRelay
 from localapi.core.datadir import make_private
-from localapi.core.db import Database
+from localapi.core.db import Database, open_database
 from localapi.core.files import FileStore
 from localapi.core.idempotency import IdempotencyStore
 from localapi.core.jobs import Caller, Job, JobService
@@ -73,7 +73,7 @@ class Service:
         make_private(data)
         for sub in ("files", "jobs", "models", "logs"):
             (data / sub).mkdir(parents=True, exist_ok=True)
-        db = Database(data / "filekiln.db")
+        db = open_database(settings)
         files = FileStore(db, data / "files", settings.retention_days * 86400, open_blobs(settings, data / "files"))
         catalogue = catalogue or load_catalogue()
         queue = JobQueue(data / "queue.db", settings.queue_url)
@@ -89,7 +89,7 @@ class Service:
         queue.waiting = lambda: [r["id"] for r in db.all(
             "select id from jobs where status = ? order by created_at", JobStatus.QUEUED)]
         events = EventFeed(db, settings.poll_interval_seconds, bells=bells)
-        sealer = Sealer(data / "params.key")
+        sealer = Sealer(data / "params.key", settings.params_key)
         switches = Switches(db, ToolEnv(models_dir=data / "models", settings=dict(settings.tools)))
         worker = JobWorker(db, files, catalogue, JobSettings(
             jobs_dir=data / "jobs", models_dir=data / "models",
@@ -194,7 +194,7 @@ class Service:
         at most BACKENDS_TTL old, as a bucket or Redis is asked over the network."""
         known = self._backends
         if known is None or time.monotonic() - known[0] >= BACKENDS_TTL:
-            found = {"database": {"kind": "sqlite", "target": str(self.db.path), "ok": True, "error": None},
+            found = {"database": self.db.describe(),
                      "queue": self.queue.describe(), "storage": self.files.blobs.describe()}
             known = self._backends = (time.monotonic(), found)
         return known[1]

@@ -299,7 +299,8 @@ class WorkerProcessOut(BaseModel):
 
 
 class BackendOut(BaseModel):
-    kind: str = Field(description="sqlite; sqlite or redis for the queue; local or s3 for the file store")
+    kind: str = Field(description="sqlite or postgresql for the database; sqlite or redis for the queue; "
+                                  "local or s3 for the file store")
     target: str = Field(description="the file, URL (without its password) or bucket")
     ok: bool
     error: str | None = Field(None, description="what is wrong, in words")

@@ -18,6 +18,8 @@ import pytest
 from tests.api.test_workers import start_worker, stop, wait_for
 from tests.conftest import Server, png_bytes, start_server, upload, write_settings
 
+pytestmark = pytest.mark.embedded  # the bells of the queue in the data dir (Redis wakes its workers itself)
+
 POLL = 3600.0
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-import sqlite3
 import subprocess
 import sys
 import time
@@ -51,9 +50,9 @@ def pdf_with_pages(path: Path, pages: int) -> Path:
 
 
 def jobs_in(server: Server) -> int:
-    db = sqlite3.connect(server.data_dir / "filekiln.db")
+    db = server.database()
     try:
-        return int(db.execute("select count(*) from jobs").fetchone()[0])
+        return int(db.one("select count(*) from jobs")[0])
     finally:
         db.close()
 

@@ -1,6 +1,7 @@
-"""A cluster on this machine: 2 API processes and 3 worker processes on one install, with the queue on a
-real Redis and the files in a real S3-compatible store (SeaweedFS); the metadata database is the data
-dir's SQLite, shared (PostgreSQL is not supported yet). One worker has no LibreOffice.
+"""A cluster on this machine: 2 API processes and 3 worker processes on one install, each process with a
+data dir of its own (its scratch space and logs), sharing a real PostgreSQL (the metadata), a real Redis
+(the queue) and a real S3-compatible store (SeaweedFS, the files), as on several machines. One worker
+has no LibreOffice.
 
 300 jobs of mixed tools made through both APIs: each runs once and ends DONE, on every worker; a worker
 killed with SIGKILL mid-job has that job finished by another; an event stream on one API sees the jobs
@@ -12,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -23,18 +23,21 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api.test_queue_redis import RedisServer, needs_redis, redis_server  # noqa: F401
+from localapi.core.db import PostgresDatabase
+from tests.api.test_queue_redis import redis_server  # noqa: F401
 from tests.api.test_workers import NO_OFFICE, SETTINGS, processes, start_worker, stop, wait_for
 from tests.conftest import Server, png_bytes, start_server, upload, write_settings
 from tests.converters import doc_samples
+from tests.postgres import PostgresServer, needs_postgres
+from tests.redisd import RedisServer, needs_redis
 from tests.seaweed import Seaweed, needs_weed
 
-pytestmark = [needs_redis, needs_weed]
+pytestmark = [needs_postgres, needs_redis, needs_weed, pytest.mark.embedded]  # sets up its own back-ends
 
 
 @dataclass
 class Cluster:
-    data: Path
+    db: PostgresDatabase
     apis: list[Server]
     workers: dict[str, Any]  # name -> Popen
     key: str
@@ -43,40 +46,48 @@ class Cluster:
         return httpx.Client(base_url=self.apis[n].base_url, headers={"X-API-Key": self.key}, timeout=120)
 
     def rows(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-        conn = sqlite3.connect(f"file:{self.data / 'filekiln.db'}?mode=ro", uri=True, timeout=30)
-        try:
-            return list(conn.execute(sql, args))
-        finally:
-            conn.close()
+        return [tuple(row) for row in self.db.all(sql, *args)]
+
+
+def own_dir(tmp_path: Path, name: str, **settings: Any) -> Path:
+    """A process's own data dir: its settings, scratch space and logs."""
+    data = tmp_path / name
+    data.mkdir()
+    write_settings(data, **settings)
+    return data
 
 
 @pytest.fixture
-def cluster(tmp_path: Path, redis_server: RedisServer, seaweed: Seaweed,  # noqa: F811
+def cluster(tmp_path: Path, postgres: PostgresServer, redis_server: RedisServer, seaweed: Seaweed,  # noqa: F811
             monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
+    from cryptography.fernet import Fernet
+
+    database_url = postgres.create_database()
+    monkeypatch.setenv("FILEKILN_DATABASE_URL", database_url)
     monkeypatch.setenv("FILEKILN_QUEUE_URL", redis_server.url)
-    data = tmp_path / "data"
-    data.mkdir()
+    monkeypatch.setenv("FILEKILN_PARAMS_KEY", Fernet.generate_key().decode())
     shared = {**SETTINGS, **seaweed.settings("filekiln", f"cluster-{time.monotonic_ns()}"),
               "rate_limit_per_second": 10_000, "rate_limit_burst": 10_000}
-    write_settings(data, **shared)
-    apis = [start_server(data, tmp_path / f"api{n}.log", "--workers", "0") for n in (1, 2)]
+    apis = [start_server(own_dir(tmp_path, f"api{n}", **shared), tmp_path / f"api{n}.log", "--workers", "0")
+            for n in (1, 2)]
     workers: dict[str, Any] = {}
+    db = PostgresDatabase(database_url)
     try:
         key = apis[0].create_key("cluster")
+        for name in ("office1", "office2"):
+            workers[name] = start_worker(own_dir(tmp_path, name, **shared), tmp_path / f"{name}.log", 1)
+        # the third worker finds no LibreOffice
+        plain = own_dir(tmp_path, "plain", **{**shared, **NO_OFFICE})
+        workers["plain"] = start_worker(plain, tmp_path / "plain.log", 1)
         with apis[0].client(key) as c:
-            for name in ("office1", "office2"):
-                workers[name] = start_worker(data, tmp_path / f"{name}.log", 1)
-            wait_for("two workers", lambda: len(processes(c)) == 2)
-            write_settings(data, **{**shared, **NO_OFFICE})  # the next worker finds no LibreOffice
-            workers["plain"] = start_worker(data, tmp_path / "plain.log", 1)
             wait_for("three workers", lambda: len(processes(c)) == 3)
-            write_settings(data, **shared)
-        yield Cluster(data, apis, workers, key)
+        yield Cluster(db, apis, workers, key)
     finally:
         for proc in workers.values():
             stop(proc)
         for api in apis:
             api.stop()
+        db.close()
 
 
 def test_300_jobs_through_two_apis_run_once_each_on_every_worker(cluster: Cluster, tmp_path: Path) -> None:

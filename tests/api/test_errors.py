@@ -8,13 +8,13 @@ from pathlib import Path
 
 import httpx
 
-from localapi.core.db import Database
 from localapi.core.signing import LinkSigner
 from tests.conftest import (
     IN_FLIGHT,
     Server,
     assert_problem,
     image_pdf_bytes,
+    install_settings,
     png_bytes,
     start_server,
     stream_upload,
@@ -160,7 +160,7 @@ def test_upload_over_global_limit_is_413_while_streaming(tmp_path: Path) -> None
 def test_maintenance_and_disabled_tool_are_503(server: Server, client: httpx.Client) -> None:
     ref = upload(client, "a.png", png_bytes())
     body = {"tool": "image-convert", "inputFileIds": [ref["id"]]}
-    db = Database(server.data_dir / "filekiln.db")
+    db = server.database()
     db.set_setting("disabled_tools", '["image-convert"]')
     r = client.post("/jobs", json=body)
     assert_problem(r, 503, "tool_disabled")
@@ -183,7 +183,7 @@ def test_tampered_and_expired_download_links(server: Server, client: httpx.Clien
     file_id = url.split("/downloads/")[1].split("/")[0]
     other_id = ref["id"]
     assert_problem(httpx.get(url.replace(file_id, other_id)), 403, "invalid_signature")
-    db = Database(server.data_dir / "filekiln.db")
+    db = server.database()
     signer = LinkSigner(bytes.fromhex(db.get_setting("signing_secret") or ""))
     past = int(time.time()) - 10
     expired = f"{server.base_url}{signer.path(file_id, 'a.png', past)}"
@@ -195,10 +195,9 @@ def test_purged_result_is_410(server: Server, client: httpx.Client) -> None:
     job = client.post("/jobs", json={"tool": "image-convert", "inputFileIds": [ref["id"]]}).json()
     wait_job(client, job["id"])
     url = client.get(f"/jobs/{job['id']}/result").json()["downloadUrl"]
-    from localapi.config import load_settings
     from localapi.core.service import Service
 
-    service = Service.open(load_settings(server.data_dir))
+    service = Service.open(install_settings(server.data_dir))
     service.db.execute("update files set expires_at = 0")
     assert service.purge() == 2
     assert_problem(client.get(f"/jobs/{job['id']}/result"), 410, "result_expired")

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
 import subprocess
 import sys
 
 import httpx
 
-from tests.conftest import ROOT, Server, assert_problem, png_bytes, upload, wait_job
+from tests.conftest import ROOT, Server, assert_problem, database_text, png_bytes, upload, wait_job
 
 
 def test_non_loopback_host_header_is_refused(server: Server, api_key: str) -> None:
@@ -49,7 +48,7 @@ def test_key_secrets_never_reach_logs_or_database(server: Server, api_key: str) 
     assert logs[0], "the server wrote no log at all"
     for text in logs:
         assert api_key not in text and api_key[10:] not in text
-    dump = "\n".join(sqlite3.connect(server.data_dir / "filekiln.db").iterdump())
+    dump = database_text(server)
     assert api_key not in dump and api_key[10:] not in dump
 
 

@@ -25,7 +25,7 @@ from tests.conftest import (
 )
 from tests.seaweed import ACCESS_KEY, REGION, SECRET_KEY, Seaweed, needs_weed
 
-pytestmark = needs_weed
+pytestmark = [needs_weed, pytest.mark.embedded]  # sets up its own bucket
 
 
 def start(tmp_path: Path, settings: dict[str, Any]) -> Server:

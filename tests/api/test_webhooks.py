@@ -8,7 +8,6 @@ import hmac
 import json
 import select
 import socket
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -28,7 +27,9 @@ from tests.conftest import (
     Server,
     assert_problem,
     free_port,
+    install_db,
     png_bytes,
+    process_env,
     start_server,
     upload,
     wait_job,
@@ -325,10 +326,12 @@ def test_a_hanging_target_is_cut_at_the_timeout(client: httpx.Client, receivers:
 
 # ---- at least once, across a kill -9 ----
 
-def deliveries(data_dir: Path, event: str) -> list[sqlite3.Row]:
-    with sqlite3.connect(data_dir / "filekiln.db") as conn:
-        conn.row_factory = sqlite3.Row
-        return list(conn.execute("select * from webhook_deliveries where event_type = ?", (event,)))
+def deliveries(data_dir: Path, event: str) -> list[Any]:
+    db = install_db(data_dir)
+    try:
+        return db.all("select * from webhook_deliveries where event_type = ?", event)
+    finally:
+        db.close()
 
 
 def wait_until(check: Callable[[], bool], timeout: float = 30) -> None:
@@ -367,11 +370,12 @@ def test_events_recorded_while_the_server_was_down_are_delivered_after_restart(t
         job = c.post("/jobs", json={"tool": "image-convert", "inputFileIds": [ref["id"]]}).json()
     srv.stop(kill=True)
     worker = subprocess.Popen([sys.executable, "-m", "filekiln", "worker", "--data-dir", str(srv.data_dir)],
-                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env=process_env(srv.data_dir))
+    db = srv.database()
     try:
         def done() -> bool:
-            with sqlite3.connect(srv.data_dir / "filekiln.db") as conn:
-                return conn.execute("select status from jobs where id = ?", (job["id"],)).fetchone()[0] == "DONE"
+            return bool(db.one("select status from jobs where id = ?", job["id"])[0] == "DONE")
         wait_until(done, timeout=120)
     finally:
         worker.terminate()

@@ -9,7 +9,6 @@ image jobs go to either.
 from __future__ import annotations
 
 import shutil
-import sqlite3
 import subprocess
 import sys
 import time
@@ -22,7 +21,18 @@ import httpx
 import psutil
 import pytest
 
-from tests.conftest import ROOT, Server, png_bytes, run_cli, start_server, upload, wait_job, write_settings
+from tests.conftest import (
+    ROOT,
+    Server,
+    install_db,
+    png_bytes,
+    process_env,
+    run_cli,
+    start_server,
+    upload,
+    wait_job,
+    write_settings,
+)
 from tests.converters import doc_samples
 
 pytestmark = pytest.mark.skipif(shutil.which("soffice") is None, reason="LibreOffice is not installed")
@@ -36,7 +46,8 @@ def start_worker(data: Path, log: Path, slots: int) -> subprocess.Popen[bytes]:
     """A ``filekiln worker`` process; it reads the data dir's settings.toml as it starts."""
     with open(log, "ab") as out:
         return subprocess.Popen([sys.executable, "-m", "filekiln", "worker", "--data-dir", str(data),
-                                 "--workers", str(slots)], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+                                 "--workers", str(slots)], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                env=process_env(data))
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
@@ -61,11 +72,11 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
 
 def worker_of(data: Path, job_id: str) -> int | None:
     """The pid of the worker process that ran ``job_id`` (its ``worker`` column: host:pid:start-time)."""
-    conn = sqlite3.connect(f"file:{data / 'filekiln.db'}?mode=ro", uri=True, timeout=10)
+    db = install_db(data)
     try:
-        row = conn.execute("select worker from jobs where id = ?", (job_id,)).fetchone()
+        row = db.one("select worker from jobs where id = ?", job_id)
     finally:
-        conn.close()
+        db.close()
     return int(row[0].split(":")[1]) if row and row[0] else None
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from localapi.core.bells import EVENTS, QUEUE, Bells, RedisRelay
-from localapi.core.db import Database
+from localapi.core.db import SqliteDatabase as Database
 from localapi.core.processes import process_identity
 from tests.conftest import free_port
 

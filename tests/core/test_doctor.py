@@ -9,7 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import ROOT, Server
+from localapi.core.db import SCHEMA_HEAD, PostgresDatabase
+from tests.conftest import ROOT, Server, start_server, write_settings
+from tests.postgres import PostgresServer
 
 
 def doctor(data_dir: Path, port: int | None = None) -> tuple[int, list[dict[str, str]]]:
@@ -61,3 +63,51 @@ def test_the_api_address_says_who_holds_it(tmp_path: Path, server: Server) -> No
         _, checks = doctor(tmp_path / "data", port=other.getsockname()[1])
         address = by_name(checks)["API address"]
         assert address["state"] == "warn" and "another program" in address["detail"]
+
+
+def test_postgresql_is_looked_at_without_being_changed_and_named_in_health(tmp_path: Path,
+                                                                           postgres: PostgresServer) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    url = postgres.create_database()
+    write_settings(data, database_url=url)
+    code, checks = doctor(data)
+    found = by_name(checks)["metadata database"]
+    assert code == 0 and found["state"] == "ok", checks
+    assert "PostgreSQL" in found["detail"] and "empty; FileKiln makes its tables" in found["detail"]
+    db = PostgresDatabase(url, migrate=False)
+    assert db.version == SCHEMA_HEAD  # made by the service doctor started to look at the tools
+    db.close()
+    srv = start_server(data, tmp_path / "server.log")
+    try:
+        backend = srv.client().get("/health").json()["backends"]["database"]
+        assert backend == {"kind": "postgresql", "target": url, "ok": True, "error": None}
+    finally:
+        srv.stop()
+    code, checks = doctor(data)
+    assert "0 jobs kept" in by_name(checks)["metadata database"]["detail"]
+
+
+def test_a_postgresql_that_cannot_be_reached_stops_the_start_in_words(tmp_path: Path,
+                                                                      postgres: PostgresServer) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    for url, words in ((f"postgresql://filekiln:s3cret-pw@127.0.0.1:{port}/filekiln", "refused"),
+                       (postgres.url("no_such_database"), "does not exist")):
+        write_settings(data, database_url=url)
+        code, checks = doctor(data)
+        found = by_name(checks)["metadata database"]
+        assert code == 1 and found["state"] == "fail" and words in found["detail"], found
+        assert "s3cret-pw" not in found["detail"]
+        serve = subprocess.run([sys.executable, "-m", "filekiln", "--data-dir", str(data), "serve"],
+                               capture_output=True, text=True, cwd=ROOT, timeout=60)
+        assert serve.returncode == 1 and "FileKiln cannot start" in serve.stderr and words in serve.stderr
+        assert "s3cret-pw" not in serve.stderr and "Traceback" not in serve.stderr
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    write_settings(bad, database_url="mysql://root@127.0.0.1/filekiln")
+    assert "is not a database FileKiln can use" in by_name(doctor(bad)[1])["metadata database"]["detail"]

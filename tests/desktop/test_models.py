@@ -13,7 +13,7 @@ from desktop.models.files import FileListModel, FormatRole, scan_files
 from desktop.models.jobs import JobRow, JobsModel, ProgressRole, format_elapsed
 from desktop.models.keys import KeysModel
 from desktop.models.tools import ToolIdRole, ToolInfo, ToolTreeModel, tools_for_formats
-from localapi.core.db import Database
+from localapi.core.db import SqliteDatabase as Database
 from localapi.core.keys import KeyService
 from localapi.core.states import JobStatus
 from tests.conftest import png_bytes

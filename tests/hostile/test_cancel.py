@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ import pytest
 
 from converters.tools.transcribe import packaged_tiny_en
 from tests.api.test_engine import alive, job_child
-from tests.conftest import start_server, upload, wait_job, write_settings
+from tests.conftest import install_db, start_server, upload, wait_job, write_settings
 from tests.converters import ai_samples, media_samples, speech_samples
 
 
@@ -172,9 +171,9 @@ def process_tree(pids: list[int]) -> dict[int, str]:
 
 
 def result_files(data_dir: Path, job_id: str) -> int:
-    db = sqlite3.connect(data_dir / "filekiln.db")
+    db = install_db(data_dir)
     try:
-        return int(db.execute("select count(*) from files where job_id = ?", (job_id,)).fetchone()[0])
+        return int(db.one("select count(*) from files where job_id = ?", job_id)[0])
     finally:
         db.close()
 

@@ -14,7 +14,6 @@ import httpx
 import psutil
 import pytest
 
-from localapi.core.db import Database
 from tests.conftest import Server, module_server, png_bytes, start_server, upload
 
 
@@ -56,7 +55,7 @@ def start_upload(srv: Server, key: str, idem_key: str) -> socket.socket:
                f"Content-Length: {1024 * 1024}\r\n\r\n").encode()
     sock = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
     sock.sendall(request + head[:50])
-    db = Database(srv.data_dir / "filekiln.db")
+    db = srv.database()
     deadline = time.monotonic() + 60
     while db.one("select 1 from idempotency where idem_key = ? and state = 'in_flight'", idem_key) is None:
         assert time.monotonic() < deadline, "the upload never claimed its Idempotency-Key"
@@ -107,14 +106,14 @@ def read_until_closed(sock: socket.socket) -> bytes:
 
 def claim(srv: Server, key_id: str, idem_key: str, owner: str, heartbeat_age: float) -> None:
     """An in-flight claim as another server process on the same database leaves it."""
-    db = Database(srv.data_dir / "filekiln.db")
+    db = srv.database()
     db.execute("insert into idempotency (key_id, idem_key, state, created_at, owner, heartbeat_at)"
                " values (?, ?, 'in_flight', ?, ?, ?)", key_id, idem_key, time.time() - 3600, owner,
                time.time() - heartbeat_age)
 
 
 def key_id_of(srv: Server, secret: str) -> str:
-    row = Database(srv.data_dir / "filekiln.db").one("select id from keys where prefix = ?", secret[:10])
+    row = srv.database().one("select id from keys where prefix = ?", secret[:10])
     assert row is not None
     return str(row["id"])
 
@@ -151,7 +150,7 @@ def test_a_long_request_keeps_its_claim_alive(server: Server) -> None:
     secret = server.create_key("long")
     sock = start_upload(server, secret, "long-upload")
     try:
-        db = Database(server.data_dir / "filekiln.db")
+        db = server.database()
         first = db.one("select heartbeat_at from idempotency where idem_key = 'long-upload'")
         assert first is not None
         deadline = time.monotonic() + 60

@@ -12,7 +12,6 @@ from urllib.parse import urljoin
 import httpx
 import pytest
 
-from localapi.core.db import Database
 from localapi.core.signing import LinkSigner
 from tests.conftest import Server, assert_problem, module_server, png_bytes, start_server, upload, wait_job
 
@@ -119,7 +118,7 @@ def test_head_on_a_download_link_checks_the_signature_and_expiry(server: Server,
     url = done_job(client)["downloadUrl"]
     assert_head_problem(httpx.head(url.replace("signature=", "signature=0")), 403)
     file_id = url.split("/downloads/")[1].split("/")[0]
-    db = Database(server.data_dir / "filekiln.db")
+    db = server.database()
     signer = LinkSigner(bytes.fromhex(db.get_setting("signing_secret") or ""))
     assert_head_problem(httpx.head(f"{server.base_url}{signer.path(file_id, 'a.webp', int(time.time()) - 10)}"), 410)
 

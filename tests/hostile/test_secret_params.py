@@ -4,13 +4,25 @@ never returned, never logged, and gone from the database once the job has ended.
 from __future__ import annotations
 
 import os
-import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pymupdf
+import pytest
 
-from tests.conftest import Server, assert_problem, image_pdf_bytes, start_server, upload, wait_job
+from tests.conftest import (
+    ROOT,
+    Server,
+    assert_problem,
+    image_pdf_bytes,
+    install_db,
+    process_env,
+    start_server,
+    upload,
+    wait_job,
+)
 
 USER_PW = "Tr0ub4dor-user-8c1f"
 OWNER_PW = "Corr3ct-owner-53aa"
@@ -40,11 +52,11 @@ def assert_nowhere(root: Path, *extra: Path) -> None:
 
 
 def sealed_column(data_dir: Path, job_id: str) -> str | None:
-    conn = sqlite3.connect(data_dir / "filekiln.db")
+    db = install_db(data_dir)
     try:
-        row = conn.execute("select secret_params from jobs where id = ?", (job_id,)).fetchone()
+        row = db.one("select secret_params from jobs where id = ?", job_id)
     finally:
-        conn.close()
+        db.close()
     value: str | None = row[0]
     return value
 
@@ -129,3 +141,33 @@ def test_a_canceled_job_drops_its_sealed_passwords(server: Server, api_key: str,
             assert sealed_until_gone(data_dir, job["id"]) is None
             c.delete(f"/jobs/{job['id']}")
     assert_nowhere(data_dir)
+
+
+def test_a_worker_with_another_key_fails_the_job_instead_of_running_it_with_stars(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cryptography.fernet import Fernet
+
+    data = tmp_path / "data"
+    data.mkdir()
+    monkeypatch.setenv("FILEKILN_PARAMS_KEY", Fernet.generate_key().decode())
+    srv = start_server(data, tmp_path / "server.log", "--workers", "0")
+    key = srv.create_key()
+    worker = None
+    try:
+        with srv.client(key) as c:
+            pdf = upload(c, "plan.pdf", image_pdf_bytes(pages=1, size=200))
+            job = c.post("/jobs", json={"tool": "pdf-protect", "inputFileIds": [pdf["id"]],
+                                        "params": {"userPassword": USER_PW, "ownerPassword": OWNER_PW}}).json()
+            # a worker process of the same install that was not given the install's params_key
+            env = {**process_env(data), "FILEKILN_PARAMS_KEY": Fernet.generate_key().decode()}
+            worker = subprocess.Popen([sys.executable, "-m", "filekiln", "worker", "--data-dir", str(data)],
+                                      cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            failed = wait_job(c, job["id"], timeout=60)
+            assert failed["status"] == "FAILED" and failed["errorCode"] == "params_unreadable", failed
+            assert "params_key" in failed["errorMessage"] and USER_PW not in failed["errorMessage"]
+            assert sealed_until_gone(data, job["id"]) is None
+    finally:
+        if worker is not None:
+            worker.terminate()
+            worker.wait(30)
+        srv.stop()

@@ -15,6 +15,7 @@ from tests.conftest import (
     IN_FLIGHT,
     Server,
     assert_problem,
+    install_settings,
     png_bytes,
     stream_body,
     stream_upload,
@@ -155,7 +156,6 @@ def test_zip_bombs_and_escapes_are_refused_before_any_engine(client: httpx.Clien
 
 
 def test_purge_during_a_download_never_truncates_it(client: httpx.Client, server: Server) -> None:
-    from localapi.config import load_settings
     from localapi.core.service import Service
 
     ref = upload(client, "big.png", png_bytes(3000, 3000))
@@ -164,7 +164,7 @@ def test_purge_during_a_download_never_truncates_it(client: httpx.Client, server
     wait_job(client, job["id"])
     result = client.get(f"/jobs/{job['id']}/result").json()
     expected = result["files"][0]["sizeBytes"]
-    service = Service.open(load_settings(server.data_dir))
+    service = Service.open(install_settings(server.data_dir))
     received = 0
     purged = threading.Event()
     with httpx.stream("GET", result["downloadUrl"]) as r:

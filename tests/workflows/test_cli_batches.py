@@ -10,7 +10,7 @@ from typing import Any
 
 from PIL import Image
 
-from tests.conftest import ROOT, png_bytes, run_cli
+from tests.conftest import ROOT, png_bytes, process_env, run_cli
 
 SMALL_WEBP = {"tool": "image-resize", "params": {"width": 20, "height": 20}, "outputFormat": "png"}
 TO_WEBP = {"tool": "image-convert", "outputFormat": "webp"}
@@ -19,7 +19,7 @@ TO_WEBP = {"tool": "image-convert", "outputFormat": "webp"}
 def cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``filekiln ARGS`` as run_cli runs it, with its exit code and standard error to look at."""
     return subprocess.run([sys.executable, "-m", "filekiln", "--data-dir", str(data_dir), *args],
-                          capture_output=True, text=True, timeout=180, cwd=ROOT)
+                          capture_output=True, text=True, timeout=180, cwd=ROOT, env=process_env(data_dir))
 
 
 def presets_file(path: Path, *presets: tuple[str, list[dict[str, Any]]]) -> Path:

@@ -19,7 +19,7 @@ from localapi.core.errors import InvalidParams
 from localapi.core.service import Service
 from localapi.core.watch import WatchFolders, WatchResult, open_watch
 from localapi.core.workflows.records import StepSpec
-from tests.conftest import ROOT, png_bytes, run_cli
+from tests.conftest import ROOT, png_bytes, process_env, run_cli
 
 WEBP = "Test to WebP"
 
@@ -250,7 +250,8 @@ def test_the_cli_watches_converts_one_file_and_stops_on_sigint(data_dir: Path, d
     with open(log, "wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "filekiln", "--data-dir", str(data_dir), "watch", str(in_dir),
-             "--preset", "Web images", "--out", str(out_dir)], stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+             "--preset", "Web images", "--out", str(out_dir)], stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
+            env=process_env(data_dir))
     try:
         wait_for(lambda: "Watching" in log.read_text(), what="the watch to start")
         (in_dir / "cli.png").write_bytes(png_bytes(50, 40))

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from localapi.core.bells import EVENTS, Bells
-from localapi.core.db import Database, now
+from localapi.core.db import Connection, Database, Row, now
 from localapi.core.jobs.records import Job
 from localapi.core.states import JobStatus
 from localapi.core.workflows.records import Workflow
@@ -82,7 +81,7 @@ class JobEvent:
         return self.type in TERMINAL_TYPES or self.type in WORKFLOW_TYPES
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> JobEvent:
+    def from_row(cls, row: Row) -> JobEvent:
         data = json.loads(row["job"])
         subject: Job | Workflow
         if row["type"] in WORKFLOW_TYPES:
@@ -96,7 +95,7 @@ class JobEvent:
 _made = threading.local()  # the events recorded by this thread's open change (EventFeed.changing)
 
 
-def append(conn: sqlite3.Connection, job_id: str, event_type: str) -> None:
+def append(conn: Connection, job_id: str, event_type: str) -> None:
     """Record ``event_type`` for ``job_id`` with a snapshot of its row; call inside the changing transaction."""
     row = conn.execute("select * from jobs where id = ?", (job_id,)).fetchone()
     if row is None:
@@ -104,17 +103,18 @@ def append(conn: sqlite3.Connection, job_id: str, event_type: str) -> None:
     job = Job.from_row(row)
     created = now()
     # vars(): the row's fields as they are (strings, numbers, lists of ids, params); asdict would deep-copy them
-    cursor = conn.execute("insert into job_events (job_id, key_id, type, job, created_at) values (?, ?, ?, ?, ?)",
-                          (job.id, job.key_id, event_type, json.dumps(vars(job)), created))
-    _made_event(cursor.lastrowid, event_type, job, created)
+    seq = conn.execute("insert into job_events (job_id, key_id, type, job, created_at) values (?, ?, ?, ?, ?)"
+                       " returning seq", (job.id, job.key_id, event_type, json.dumps(vars(job)), created)).fetchone()[0]
+    _made_event(seq, event_type, job, created)
 
 
-def append_workflow(conn: sqlite3.Connection, workflow: Workflow, event_type: str) -> None:
+def append_workflow(conn: Connection, workflow: Workflow, event_type: str) -> None:
     """Record a workflow's end (``workflow.done|failed|canceled``); call inside the changing transaction."""
     created = now()
-    cursor = conn.execute("insert into job_events (job_id, key_id, type, job, created_at) values (?, ?, ?, ?, ?)",
-                          (workflow.id, workflow.key_id, event_type, json.dumps(workflow.snapshot()), created))
-    _made_event(cursor.lastrowid, event_type, workflow, created)
+    seq = conn.execute("insert into job_events (job_id, key_id, type, job, created_at) values (?, ?, ?, ?, ?)"
+                       " returning seq", (workflow.id, workflow.key_id, event_type, json.dumps(workflow.snapshot()),
+                                          created)).fetchone()[0]
+    _made_event(seq, event_type, workflow, created)
 
 
 def _made_event(seq: int | None, event_type: str, subject: Job | Workflow, created: float) -> None:
@@ -174,7 +174,7 @@ class EventFeed:
     # ---- writing ----
 
     @contextmanager
-    def changing(self) -> Iterator[sqlite3.Connection]:
+    def changing(self) -> Iterator[Connection]:
         """A transaction for a job change; the events it records go to the tail once it commits."""
         made: list[JobEvent] = []
         _made.events = made
@@ -235,7 +235,7 @@ class EventFeed:
             where.append("job_id = ?")
             args.append(job_id)
         elif key_id is not None:
-            where.append("key_id is ?")
+            where.append("key_id is not distinct from ?")
             args.append(key_id)
         rows = self.db.all(f"select * from job_events where {' and '.join(where)} order by seq limit ?",
                            *args, limit)

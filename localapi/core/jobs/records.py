@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from localapi.core.db import Row
 from localapi.core.files import StoredFile
 from localapi.core.keys import ApiKey
 from localapi.core.states import JobStatus
@@ -38,7 +38,7 @@ class Job:
     step: int | None = None  # which step of it (0-based)
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> Job:
+    def from_row(cls, row: Row) -> Job:
         return cls(
             id=row["id"], key_id=row["key_id"], tool=row["tool"], status=JobStatus(row["status"]),
             progress=row["progress"], output_format=row["output_format"], params=json.loads(row["params"]),

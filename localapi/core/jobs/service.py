@@ -7,14 +7,13 @@ Every face (HTTP, desktop, CLI) goes through here; nothing here runs a conversio
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from converters.base import SECRET_MASK, InputFile, Params, Tool
 from converters.catalogue import Catalogue
-from localapi.core.db import Database, new_id, now
+from localapi.core.db import Connection, Database, new_id, now
 from localapi.core.errors import (
     Conflict,
     Gone,
@@ -91,7 +90,7 @@ class JobService:
         self.enqueue(created.id)
         return created  # as created (QUEUED): an idle worker may take it before a read here could
 
-    def charge(self, conn: sqlite3.Connection, caller: Caller, *, refuse: bool = True) -> None:
+    def charge(self, conn: Connection, caller: Caller, *, refuse: bool = True) -> None:
         """Count one job against the caller's daily quota; past it, refuse (402) unless ``refuse`` is off
         (a later step of a workflow the quota let in)."""
         key = caller.key
@@ -104,9 +103,9 @@ class JobService:
                 f"This key's daily quota of {key.daily_job_quota} jobs is used up; it resets at 00:00 UTC.",
                 headers=quota_headers(key.daily_job_quota, used))
         conn.execute("insert into usage (key_id, day, jobs) values (?, ?, 1) "
-                     "on conflict (key_id, day) do update set jobs = jobs + 1", (key.id, today()))
+                     "on conflict (key_id, day) do update set jobs = usage.jobs + 1", (key.id, today()))
 
-    def insert(self, conn: sqlite3.Connection, key_id: str | None, tool: Tool, model: Params, fmt: str,
+    def insert(self, conn: Connection, key_id: str | None, tool: Tool, model: Params, fmt: str,
                input_file_ids: Sequence[str], *, webhook_url: str | None = None, tag: str | None = None,
                workflow_id: str | None = None, step: int | None = None) -> Job:
         """Record a validated job as QUEUED, inside the caller's open change; the caller enqueues it
@@ -157,7 +156,7 @@ class JobService:
         where: list[str] = []
         args: list[Any] = []
         if not everyone:
-            where.append("key_id is ?")
+            where.append("key_id is not distinct from ?")
             args.append(caller.key_id)
         if status:
             where.append("status = ?")

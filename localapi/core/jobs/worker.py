@@ -27,7 +27,7 @@ from localapi.core.jobs.events import PROGRESS, TYPE_OF_STATUS, EventFeed, appen
 from localapi.core.jobs.messages import InputSpec, JobSpec
 from localapi.core.jobs.records import Job
 from localapi.core.jobs.runner import ChildPool, Outcome, run_supervised
-from localapi.core.jobs.sealed import Sealer
+from localapi.core.jobs.sealed import ParamsUnreadable, Sealer
 from localapi.core.processes import process_identity, process_is_gone
 from localapi.core.states import JobStatus
 
@@ -170,8 +170,8 @@ class JobWorker:
                 return None
             key_id = min(waiting, key=lambda w: w[:3])[3]
             self._served[key_id] = time.monotonic()
-            row = conn.execute(f"select id from jobs where status = ? and key_id is ?{takes} order by created_at, id"
-                               " limit 1", (JobStatus.QUEUED, key_id, *excluded)).fetchone()
+            row = conn.execute(f"select id from jobs where status = ? and key_id is not distinct from ?{takes}"
+                               " order by created_at, id limit 1", (JobStatus.QUEUED, key_id, *excluded)).fetchone()
             t = now()
             conn.execute(
                 "update jobs set status = ?, started_at = ?, updated_at = ?, progress = 0, attempts = attempts + 1,"
@@ -212,7 +212,7 @@ class JobWorker:
                     return JobStatus.FAILED
                 case _:
                     return JobStatus.CANCELED  # the status was already set by whoever canceled
-        except StorageUnavailable as exc:
+        except (StorageUnavailable, ParamsUnreadable) as exc:
             self._finish(job.id, JobStatus.FAILED, exc.code, exc.detail)
             return JobStatus.FAILED
         except OSError as exc:
@@ -278,8 +278,9 @@ class JobWorker:
 
         def heartbeat() -> None:
             t = now()
-            self.db.execute("update jobs set heartbeat_at = ?, progress = max(progress, ?) where id = ? and status = ?",
-                            t, state["progress"], job.id, JobStatus.PROCESSING)
+            done = state["progress"]
+            self.db.execute("update jobs set heartbeat_at = ?, progress = case when progress > ? then progress"
+                            " else ? end where id = ? and status = ?", t, done, done, job.id, JobStatus.PROCESSING)
 
         def started(pid: int) -> None:
             """The child has the job: record it (a dead worker's child is found by it) and show 1 %."""
@@ -342,7 +343,7 @@ class JobWorker:
         self.events.change(
             job_id, TYPE_OF_STATUS[JobStatus.QUEUED],
             "update jobs set status = ?, progress = 0, worker = null, updated_at = ?"
-            + ("" if count_attempt else ", attempts = max(attempts - 1, 0)")
+            + ("" if count_attempt else ", attempts = case when attempts > 0 then attempts - 1 else 0 end")
             + " where id = ? and status = ?", JobStatus.QUEUED, now(), job_id, JobStatus.PROCESSING)
         self.enqueue(job_id)
 

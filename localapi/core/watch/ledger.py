@@ -1,6 +1,6 @@
 """The ledger of files a watch folder has taken: one row per version of a file (path + size + mtime + hash).
 
-A row is inserted with ``insert or ignore`` before the file's workflow is made, so of two processes
+A row is inserted with ``on conflict do nothing`` before the file's workflow is made, so of two processes
 watching one folder only one takes a given version; it ends ``done`` or ``failed`` by a guarded update,
 so only one of them writes the outputs. A ``taken`` row with a workflow id is followed again after a
 restart; one without (its process died between the claim and the workflow) is released after
@@ -9,12 +9,11 @@ restart; one without (its process died between the claim and the workflow) is re
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import PurePosixPath
 
-from localapi.core.db import Database, now
+from localapi.core.db import Database, Row, now
 
 STALE_CLAIM_SECONDS = 60.0
 
@@ -62,10 +61,11 @@ class Ledger:
             conn.execute("delete from watched_files where folder_id = ? and rel_path = ? and size = ?"
                          " and mtime_ns = ? and sha256 = ? and status = ? and workflow_id is null"
                          " and taken_at < ?", (*key, FileStatus.TAKEN, now() - STALE_CLAIM_SECONDS))
-            cursor = conn.execute(
-                "insert or ignore into watched_files (folder_id, rel_path, size, mtime_ns, sha256, status,"
-                " taken_at) values (?, ?, ?, ?, ?, ?, ?)", (*key, FileStatus.TAKEN, now()))
-            return cursor.lastrowid if cursor.rowcount else None
+            row = conn.execute(
+                "insert into watched_files (folder_id, rel_path, size, mtime_ns, sha256, status, taken_at)"
+                " values (?, ?, ?, ?, ?, ?, ?) on conflict do nothing returning id",
+                (*key, FileStatus.TAKEN, now())).fetchone()
+            return int(row[0]) if row else None
 
     def started(self, row_id: int, workflow_id: str) -> None:
         self.db.execute("update watched_files set workflow_id = ? where id = ?", workflow_id, row_id)
@@ -93,5 +93,5 @@ class Ledger:
         self.db.execute("delete from watched_files where folder_id = ?", folder_id)
 
 
-def _taken(row: sqlite3.Row) -> Taken:
+def _taken(row: Row) -> Taken:
     return Taken(row["id"], Version(PurePosixPath(row["rel_path"]), row["size"], row["mtime_ns"]), row["workflow_id"])

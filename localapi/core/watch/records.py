@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from localapi.core.db import Row
 
 AFTER = ("keep", "move", "delete")  # what happens to an input once its outputs are written
 DONE_DIR = ".filekiln-done"  # --after move: IN_DIR/.filekiln-done/<rel>, hidden, so never watched
@@ -26,7 +27,7 @@ class WatchFolder:
     last_error: str | None
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> WatchFolder:
+    def from_row(cls, row: Row) -> WatchFolder:
         return cls(id=row["id"], in_dir=Path(row["in_dir"]), out_dir=Path(row["out_dir"]), preset=row["preset"],
                    recursive=bool(row["recursive"]), after=row["after"], paused=bool(row["paused"]),
                    created_at=row["created_at"], last_activity_at=row["last_activity_at"],

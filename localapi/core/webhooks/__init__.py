@@ -9,7 +9,7 @@ The path of an event:
 1. the job change records a row in ``job_events`` (:mod:`localapi.core.jobs.events`);
 2. the :class:`Dispatcher` reads the feed from the position it keeps in ``settings``
    (``webhook_feed_seq``) and, in one transaction, inserts a row per target into
-   ``webhook_deliveries`` (``insert or ignore`` on ``(target, event_seq)``: a feed read twice
+   ``webhook_deliveries`` (``on conflict do nothing`` on ``(target, event_seq)``: a feed read twice
    after a crash makes no second delivery) and moves the position on;
 3. sender threads claim due rows (a lease, so two servers never send the same attempt at once),
    POST them, and record the outcome: 2xx delivered; ``410`` disables the target; anything else

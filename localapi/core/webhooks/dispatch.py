@@ -145,10 +145,10 @@ class Dispatcher:
                 if seen:
                     self._store_position(lazily=True)
                 return seen
-            conn = self.db.connect()
-            self._hooked = hooked = self._hooked_keys(conn)
-            found = [(event, target, url) for event in events if event.type in EVENTS
-                     for target, url in self._targets(conn, event, hooked)]
+            with self.db.reading() as conn:
+                self._hooked = hooked = self._hooked_keys(conn)
+                found = [(event, target, url) for event in events if event.type in EVENTS
+                         for target, url in self._targets(conn, event, hooked)]
             self._position = events[-1].seq
             if found:
                 with self.db.transaction() as conn:
@@ -194,8 +194,8 @@ class Dispatcher:
                           separators=(",", ":"))
         t = now()
         conn.execute(
-            "insert or ignore into webhook_deliveries (id, target, event_seq, event_type, job_id, key_id, url, body,"
-            " status, next_attempt_at, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "insert into webhook_deliveries (id, target, event_seq, event_type, job_id, key_id, url, body, status,"
+            " next_attempt_at, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) on conflict do nothing",
             (new_id("evt"), target, event.seq, event.type, event.subject_id, event.key_id, url, body,
              DeliveryStatus.PENDING, t, t))
 

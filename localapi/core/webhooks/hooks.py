@@ -132,8 +132,8 @@ class Webhooks:
 
     def job_secret(self, key_id: str) -> tuple[str, float]:
         """``key_id``'s job secret and when it was made; made on first use."""
-        self.db.execute("insert or ignore into webhook_job_secrets (key_id, secret, created_at) values (?, ?, ?)",
-                        key_id, new_secret(), now())
+        self.db.execute("insert into webhook_job_secrets (key_id, secret, created_at) values (?, ?, ?)"
+                        " on conflict do nothing", key_id, new_secret(), now())
         row = self.db.one("select secret, created_at from webhook_job_secrets where key_id = ?", key_id)
         assert row is not None
         return row["secret"], row["created_at"]

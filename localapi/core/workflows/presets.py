@@ -89,8 +89,8 @@ class PresetStore:
                 "insert into presets (name, description, steps, created_at, updated_at) values (?, ?, ?, ?, ?)"
                 " on conflict (name) do update set description = excluded.description, steps = excluded.steps,"
                 " updated_at = excluded.updated_at", name, description, body, t, t)
-        elif not self.db.execute("insert or ignore into presets (name, description, steps, created_at, updated_at)"
-                                 " values (?, ?, ?, ?, ?)", name, description, body, t, t):
+        elif not self.db.execute("insert into presets (name, description, steps, created_at, updated_at)"
+                                 " values (?, ?, ?, ?, ?) on conflict do nothing", name, description, body, t, t):
             raise Conflict(f"A preset named {name!r} exists already.", code="preset_exists")
         return self.get(name)
 

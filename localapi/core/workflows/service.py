@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 import tempfile
 import zipfile
 from collections.abc import Callable, Sequence
@@ -27,7 +26,7 @@ from typing import Any
 
 from converters.base import SECRET_MASK, Params, Tool
 from converters.catalogue import Catalogue
-from localapi.core.db import Database, new_id, now
+from localapi.core.db import Database, Row, new_id, now
 from localapi.core.errors import (
     Conflict,
     InvalidParams,
@@ -191,7 +190,7 @@ class WorkflowService:
     def page(self, caller: Caller, *, status: str | None = None, tag: str | None = None, limit: int = 50,
              cursor: str | None = None) -> WorkflowPage:
         """Newest first, like :meth:`JobService.page`."""
-        where = ["key_id is ?"]
+        where = ["key_id is not distinct from ?"]
         args: list[Any] = [caller.key_id]
         if tag:
             where.append("tag = ?")
@@ -220,7 +219,7 @@ class WorkflowService:
         for start in range(0, len(workflow_ids), 500):
             ids = list(workflow_ids[start:start + 500])
             marks = ",".join("?" * len(ids))
-            jobs: dict[str, list[sqlite3.Row]] = {}
+            jobs: dict[str, list[Row]] = {}
             for job in self.db.all(f"select {JOB_COLUMNS} from jobs where workflow_id in ({marks})"
                                    " order by step, created_at, id", *ids):
                 jobs.setdefault(job["workflow_id"], []).append(job)
@@ -248,10 +247,10 @@ class WorkflowService:
         files, _ = self.result_files(workflow_id, Caller(any_owner=True))
         return [(f.original_name, self.files.path_of(f.id)) for f in files]
 
-    def _workflow(self, row: sqlite3.Row, job_rows: list[sqlite3.Row]) -> Workflow:
+    def _workflow(self, row: Row, job_rows: list[Row]) -> Workflow:
         specs = [StepSpec.from_json(s) for s in json.loads(row["steps"])]
         stored_status = JobStatus(row["status"])
-        by_step: dict[int, list[sqlite3.Row]] = {}
+        by_step: dict[int, list[Row]] = {}
         for job in job_rows:
             by_step.setdefault(job["step"], []).append(job)
         states = []
@@ -338,7 +337,7 @@ class WorkflowService:
                            code="workflow_finished")
         return self.get(workflow_id, caller)
 
-    def _start_step(self, row: sqlite3.Row, specs: list[StepSpec], step: int, inputs: list[str]) -> None:
+    def _start_step(self, row: Row, specs: list[StepSpec], step: int, inputs: list[str]) -> None:
         """Queue step ``step``'s jobs on ``inputs``; a step that cannot run on them ends the workflow."""
         workflow_id = row["id"]
         spec = specs[step]
@@ -412,7 +411,7 @@ class WorkflowService:
                                                                     else [])]:
                 self.files.delete(file_id)
 
-    def _bundle(self, row: sqlite3.Row, outputs: list[str]) -> StoredFile:
+    def _bundle(self, row: Row, outputs: list[str]) -> StoredFile:
         """One ZIP of a workflow's outputs, named after its first input."""
         first = self.files.get(json.loads(row["input_file_ids"])[0], any_owner=True, include_deleted=True)
         with tempfile.TemporaryDirectory(dir=self.files.tmp_dir) as tmp:
@@ -439,7 +438,7 @@ class WorkflowService:
                 names.append(file_id)
         return ", ".join(names)
 
-    def _row(self, workflow_id: str) -> sqlite3.Row:
+    def _row(self, workflow_id: str) -> Row:
         row = self.db.one("select * from workflows where id = ?", workflow_id)
         assert row is not None
         return row
@@ -467,7 +466,7 @@ def _in_step(exc: ServiceError, index: int, tool_id: str) -> ServiceError:
     return exc
 
 
-def _step_status(jobs: list[sqlite3.Row], workflow_status: JobStatus) -> JobStatus:
+def _step_status(jobs: list[Row], workflow_status: JobStatus) -> JobStatus:
     statuses = {JobStatus(j["status"]) for j in jobs}
     if not statuses:  # not begun: waits, or never will
         return JobStatus.QUEUED if workflow_status.active else JobStatus.CANCELED
@@ -479,7 +478,7 @@ def _step_status(jobs: list[sqlite3.Row], workflow_status: JobStatus) -> JobStat
     return JobStatus.QUEUED if statuses == {JobStatus.QUEUED} else JobStatus.PROCESSING
 
 
-def _step_progress(jobs: list[sqlite3.Row]) -> int:
+def _step_progress(jobs: list[Row]) -> int:
     if not jobs:
         return 0
     return sum(100 if j["status"] == JobStatus.DONE else j["progress"] for j in jobs) // len(jobs)

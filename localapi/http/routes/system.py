@@ -79,13 +79,13 @@ _workers_read: dict[str, tuple[float, list[WorkerProcessOut], dict[str, int]]] =
 
 def worker_processes(service: Any) -> tuple[list[WorkerProcessOut], dict[str, int]]:
     """``workerProcesses`` and ``waitingForWorker`` of ``GET /health`` (jobs/registry.py), at most a second old."""
-    known = _workers_read.get(str(service.db.path))  # per install: every service on it reads the same
+    known = _workers_read.get(service.db.target)  # per install: every service on it reads the same
     if known is not None and time.monotonic() - known[0] < WORKERS_TTL:
         return known[1], known[2]
     view = health_view(service.db, service.catalogue)
     processes = [WorkerProcessOut(**{**w, "startedAt": iso(w["startedAt"]), "lastSeenAt": iso(w["lastSeenAt"])})
                  for w in view["workerProcesses"]]
-    _workers_read[str(service.db.path)] = (time.monotonic(), processes, view["waitingForWorker"])
+    _workers_read[service.db.target] = (time.monotonic(), processes, view["waitingForWorker"])
     return processes, view["waitingForWorker"]
 
 
