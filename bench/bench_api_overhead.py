@@ -166,6 +166,23 @@ def event_latency(srv: Server, key: str, png: bytes, jobs: int) -> list[float]:
     return latencies
 
 
+def shared_jobs(srv: Server, key: str, pngs: list[bytes], clients: int) -> float:
+    """Seconds for ``clients`` clients to run a job on each of ``pngs``, taking the next one as they finish."""
+    queue = list(enumerate(pngs))
+    lock = threading.Lock()
+
+    def client_loop() -> None:
+        with srv.client(key) as c:
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    i, p = queue.pop()
+                one_job(c, p, f"c{i}.png")
+
+    return run_clients(clients, client_loop)
+
+
 def run_clients(clients: int, work: Callable[[], None]) -> float:
     started = time.perf_counter()
     threads = [threading.Thread(target=work) for _ in range(clients)]
@@ -196,19 +213,7 @@ def main() -> None:
                 for i in range(5):
                     one_job(c, pngs[i], "warm.png")
                 latencies = [one_job(c, p, f"s{i}.png", steps) for i, p in enumerate(pngs[: args.jobs // 2])]
-            queue = list(enumerate(pngs))
-            lock = threading.Lock()
-
-            def client_loop() -> None:
-                with srv.client(key) as c:
-                    while True:
-                        with lock:
-                            if not queue:
-                                return
-                            i, p = queue.pop()
-                        one_job(c, p, f"c{i}.png")
-
-            api_s = run_clients(args.clients, client_loop)
+            api_s = shared_jobs(srv, key, pngs, args.clients)
             table = request_table(srv, key, pngs[0], args.requests)
             events = event_latency(srv, key, pngs[0], 50)
         finally:

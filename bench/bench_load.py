@@ -5,13 +5,17 @@ Phase 1: --clients concurrent clients upload, create and poll --jobs small jobs 
          endpoint, and the server's RSS over time.
 Phase 2: --queued jobs created at once; while the queue drains, GET /jobs is timed (p99).
 
-    .venv/bin/python bench/bench_load.py [--clients 50] [--jobs 2000] [--queued 10000]
+With --backends scale the server runs on PostgreSQL, Redis and an S3-compatible bucket (SeaweedFS),
+real servers on loopback ports started for the run (tests/backends.py), instead of the embedded defaults.
+
+    .venv/bin/python bench/bench_load.py [--clients 50] [--jobs 2000] [--queued 10000] [--backends scale]
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import os
 import sys
 import tempfile
 import threading
@@ -147,11 +151,17 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--jobs", type=int, default=2000)
     parser.add_argument("--queued", type=int, default=10000)
+    parser.add_argument("--backends", choices=("embedded", "scale"), default="embedded")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
         data.mkdir()
         write_settings(data, rate_limit_per_second=200.0, rate_limit_burst=400)
+        if args.backends == "scale":
+            from tests.backends import BACKENDS
+
+            os.environ.update(BACKENDS.env(data))  # the server and the key's CLI call inherit them
+            print(f"back-ends: {', '.join(f'{k}={v}' for k, v in BACKENDS.env(data).items() if 'URL' in k)}")
         srv = start_server(data, Path(tmp) / "server.log", "--workers", "2")
         try:
             key = srv.create_key("load")
@@ -161,6 +171,8 @@ def main() -> None:
                 phase_queue(srv.base_url, key, args.queued)
         finally:
             srv.stop()
+            if args.backends == "scale":
+                BACKENDS.stop()
 
 
 if __name__ == "__main__":
