@@ -8,6 +8,7 @@ each finds the work done if another was first.
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -22,6 +23,7 @@ def scripts() -> Path:
 
 
 def upgrade(url: str, revision: str = "head") -> None:
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # its plugin and step lines say nothing to a user
     from alembic import command
     from alembic.config import Config
     from sqlalchemy import create_engine, event
