@@ -6,7 +6,9 @@ Prints, all measured in this run on this machine:
 - the throughput of 4 clients on 2 workers against the direct rate (goal: at least 0.5x);
 - the 429 answers waited out (goal: none);
 - a per-request table: each call's median against a bare FastAPI route on uvicorn, started the same way;
-- the event latency: from a job's end (its ``finishedAt``, the server's clock) to a listening SSE client.
+- the event latency: from a job's end (its ``finishedAt``, the server's clock) to a listening SSE client;
+- where the CPU of the 4-client run went, per job: the clients (this process), the server process, its
+  conversion children; and the rate the machine's cores could give at that cost if they were never idle.
 
     .venv/bin/python bench/bench_api_overhead.py [--jobs 200] [--clients 4]
 """
@@ -30,6 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx  # noqa: E402
+import psutil  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from bench._server import Server, free_port, start_server  # noqa: E402
@@ -183,6 +186,19 @@ def shared_jobs(srv: Server, key: str, pngs: list[bytes], clients: int) -> float
     return run_clients(clients, client_loop)
 
 
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """CPU time (user + system) so far of the process ``pid`` and of its children alive now."""
+    proc = psutil.Process(pid)
+    own = sum(proc.cpu_times()[:2])
+    children = 0.0
+    for child in proc.children(recursive=True):
+        try:
+            children += sum(child.cpu_times()[:2])
+        except psutil.NoSuchProcess:
+            pass
+    return own, children
+
+
 def run_clients(clients: int, work: Callable[[], None]) -> float:
     started = time.perf_counter()
     threads = [threading.Thread(target=work) for _ in range(clients)]
@@ -213,7 +229,9 @@ def main() -> None:
                 for i in range(5):
                     one_job(c, pngs[i], "warm.png")
                 latencies = [one_job(c, p, f"s{i}.png", steps) for i, p in enumerate(pngs[: args.jobs // 2])]
+            before, client_before = cpu_seconds(srv.process.pid), time.process_time()
             api_s = shared_jobs(srv, key, pngs, args.clients)
+            after, client_cpu = cpu_seconds(srv.process.pid), time.process_time() - client_before
             table = request_table(srv, key, pngs[0], args.requests)
             events = event_latency(srv, key, pngs[0], 50)
         finally:
@@ -229,6 +247,15 @@ def main() -> None:
     print(f"per-job overhead (sequential median - direct): {seq_ms - direct_ms:.1f} ms (goal: at most 10)")
     print(f"throughput ratio API/direct: {(n / api_s) / (n / direct_s):.2f} (goal: at least 0.5)")
     print(f"429 answers waited out: {THROTTLED['count']} (goal: 0)")
+    per_job = {"clients (httpx, this process)": client_cpu, "server process (API and workers)": after[0] - before[0],
+               "conversion children": after[1] - before[1]}
+    total_ms = sum(per_job.values()) / n * 1000
+    cores = psutil.cpu_count() or 1
+    print(f"\nCPU per job in the {args.clients}-client run (ms)")
+    for name, seconds in per_job.items():
+        print(f"    {name:34} {seconds / n * 1000:6.2f}")
+    print(f"    {'all':34} {total_ms:6.2f}: {cores} cores never idle would give {cores / total_ms * 1000:.0f} jobs/s, "
+          f"{cores / total_ms * 1000 / (n / direct_s):.2f}x the direct rate")
     bare_ms = table[0][1]
     print("\nper request (median of each)      ms     vs bare")
     for name, ms in table:
