@@ -180,7 +180,7 @@ class ChildPool:
                 child.close()
             self._busy += 1  # a child the caller starts itself counts too
             short = self._short()
-        if short:  # a healthy idle child became a busy one: nothing to start, and no thread to wake
+        if short:  # a child was missing or dead; else an idle one became a busy one, and none is to start
             self.fill()
         return taken
 
