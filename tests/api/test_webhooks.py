@@ -313,18 +313,18 @@ def test_a_redirect_is_not_followed(client: httpx.Client, receivers: Any) -> Non
     assert elsewhere.hits == []
 
 
-def test_a_hanging_target_is_cut_at_the_timeout(client: httpx.Client, receivers: Any) -> None:
+def test_a_hanging_target_is_cut_at_the_timeout(server: Server, client: httpx.Client, receivers: Any) -> None:
     receiver = receivers(lambda n: HANG if n == 0 else 200)
     hook(client, receiver.url)
     run_job(client)
     hits = receiver.wait_for(lambda hits: len(hits) >= 2, timeout=20)
     assert receiver.disconnected, "FileKiln kept the hanging connection open"
-    cut_after = receiver.disconnected[0] - hits[0].at
-    # webhook_timeout_seconds = 1. The hit is logged when the receiver's thread in this test process gets
-    # to run: alone this file measures 0.8 s or more, but in three whole-suite runs that thread came about
-    # half a second late (cuts of 0.51-0.57 s after the hit). The floor catches a cut far short of the timeout.
-    assert 0.3 <= cut_after < 3, cut_after
-    assert hits[1].event_id == hits[0].event_id
+    assert hits[1].event_id == hits[0].event_id  # the same event, tried again
+    # what FileKiln recorded of the first attempt: cut by its own timeout (webhook_timeout_seconds = 1),
+    # not by the receiver or a network error; the second attempt delivered it
+    wait_until(lambda: delivery(server.data_dir, hits[0].event_id)["status"] == "delivered")
+    row = delivery(server.data_dir, hits[0].event_id)
+    assert (row["attempts"], row["last_status"], row["last_error"]) == (2, 200, "no answer within 1 s")
 
 
 # ---- at least once, across a kill -9 ----
@@ -333,6 +333,14 @@ def deliveries(data_dir: Path, event: str) -> list[Any]:
     db = install_db(data_dir)
     try:
         return db.all("select * from webhook_deliveries where event_type = ?", event)
+    finally:
+        db.close()
+
+
+def delivery(data_dir: Path, event_id: str) -> Any:
+    db = install_db(data_dir)
+    try:
+        return db.one("select * from webhook_deliveries where id = ?", event_id)
     finally:
         db.close()
 

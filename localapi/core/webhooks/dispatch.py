@@ -295,8 +295,10 @@ class Dispatcher:
 
     def _finish(self, delivery_id: str, status: DeliveryStatus, http_status: int | None, error: str | None,
                 attempted: bool = False) -> None:
+        """End a delivery. ``last_error`` keeps the last failed attempt's error when this end brings none
+        (a delivery that succeeded on a retry still says why the attempt before it failed)."""
         self.db.execute("update webhook_deliveries set status = ?, attempts = attempts + ?, last_status = ?,"
-                        " last_error = ?, finished_at = ? where id = ?",
+                        " last_error = coalesce(?, last_error), finished_at = ? where id = ?",
                         status, int(attempted), http_status, error, now(), delivery_id)
 
     def _retry(self, row: Any, http_status: int | None, error: str) -> None:
