@@ -28,6 +28,7 @@ from localapi.core.jobs.messages import InputSpec, JobSpec
 from localapi.core.jobs.records import Job
 from localapi.core.jobs.runner import ChildPool, Outcome, run_supervised
 from localapi.core.jobs.sealed import ParamsUnreadable, Sealer
+from localapi.core.jobs.workdirs import OUT, SPARE, WorkDirs
 from localapi.core.processes import process_identity, process_is_gone
 from localapi.core.states import JobStatus
 
@@ -116,6 +117,7 @@ class JobWorker:
         engines = {e.name: e for tool in catalogue for e in tool.resident}
         self.slots = EngineSlots(settings.models_dir.parent / "engines", list(engines.values()))
         settings.jobs_dir.mkdir(parents=True, exist_ok=True)
+        self.work_dirs = WorkDirs(settings.jobs_dir, identity=self.identity)
 
     # ---- lifecycle of the worker pool ----
 
@@ -123,6 +125,7 @@ class JobWorker:
         self.children = ChildPool(workers, self.settings.jobs_dir / "_children")
         self.children.fill()
         self.slots.open(workers)
+        self.work_dirs.keep = workers
 
     def stop(self) -> None:
         if self.children is not None:
@@ -192,10 +195,9 @@ class JobWorker:
         """Run a job this worker has claimed to its end; returns the final status."""
         job = self._load(job_id)
         tool = self.catalogue.get(job.tool)
-        work = self.settings.jobs_dir / job.id
-        shutil.rmtree(work, ignore_errors=True)
-        out_dir = work / "out"
-        out_dir.mkdir(parents=True)
+        work = self.work_dirs.take(job.id)
+        out_dir = work / OUT
+        ended: JobStatus | None = None
         try:
             if tool is None:
                 outcome = Outcome(JobStatus.FAILED, "unknown_tool", f"The tool {job.tool} is no longer installed.")
@@ -203,7 +205,8 @@ class JobWorker:
                 outcome = self._run(job, tool, out_dir, work / "child.log", stopping)
             match outcome.status:
                 case JobStatus.DONE:
-                    return self._finish_done(job, out_dir, work, outcome.notes)
+                    ended = self._finish_done(job, out_dir, work, outcome.notes)
+                    return ended
                 case JobStatus.CANCELED if stopping():  # the worker is shutting down: run it next time
                     self._requeue(job.id, count_attempt=False)
                     return JobStatus.QUEUED
@@ -220,7 +223,7 @@ class JobWorker:
             self._finish(job.id, JobStatus.FAILED, code, f"Could not write the result: {exc.strerror or exc}.")
             return JobStatus.FAILED
         finally:
-            shutil.rmtree(work, ignore_errors=True)
+            self.work_dirs.give_back(work, reuse=ended == JobStatus.DONE)
             self.ended(job)
 
     def _load(self, job_id: str) -> Job:
@@ -377,8 +380,9 @@ class JobWorker:
         return len(rows)
 
     def clean_work_dirs(self) -> None:
-        """Remove work dirs of jobs that are not running (leftovers of a crash)."""
+        """Remove work dirs of jobs that are not running, and spare ones of processes gone (leftovers of a crash)."""
         running = {r["id"] for r in self.db.all("select id from jobs where status = ?", JobStatus.PROCESSING)}
         for entry in os.scandir(self.settings.jobs_dir):
-            if entry.name not in running and entry.name != "_children":
+            if entry.name not in running and entry.name not in ("_children", SPARE):
                 shutil.rmtree(entry.path, ignore_errors=True)
+        self.work_dirs.clean()
