@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import IO
 
 from converters.inputs.sniff import mime_type, sniff
-from localapi.core.db import Database, new_id, now
+from localapi.core.db import Connection, Database, new_id, now
 from localapi.core.errors import FileNotFound, FileTooLarge, Gone
 from localapi.core.storage import Blobs, LocalBlobs
 
@@ -99,6 +99,15 @@ def _checked(file_id: str) -> str:
     return file_id
 
 
+_INSERT = ("insert into files (id, key_id, original_name, mime_type, format, size_bytes, sha256, kind, job_id,"
+           " created_at, expires_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+def _values(f: StoredFile) -> tuple[object, ...]:
+    return (f.id, f.key_id, f.original_name, f.mime_type, f.format, f.size_bytes, f.sha256, f.kind, f.job_id,
+            f.created_at, f.expires_at)
+
+
 class FileStore:
     """The files table, and the bytes in the store ``storage_url`` names (:mod:`localapi.core.storage`)."""
 
@@ -139,18 +148,41 @@ class FileStore:
         fmt: str | None = None,
     ) -> StoredFile:
         """Take ``source`` into the store (in the data dir, an atomic rename) and record it."""
+        stored = self.put(source, original_name, key_id=key_id, kind=kind, job_id=job_id, sha256=sha256,
+                          move=move, fmt=fmt)
+        self.db.execute(_INSERT, *_values(stored))
+        return stored
+
+    def put(
+        self,
+        source: Path,
+        original_name: str,
+        *,
+        key_id: str | None,
+        kind: str,
+        job_id: str | None = None,
+        sha256: str | None = None,
+        move: bool = True,
+        fmt: str | None = None,
+    ) -> StoredFile:
+        """Take ``source``'s bytes into the store, not yet recorded: :meth:`record` writes the row in the
+        caller's transaction (a job's results with its end), and until then the file does not exist."""
         file_id = new_id("file")
         name = display_name(original_name)
         fmt = fmt or sniff(source, name)
         size = self.blobs.put(source, file_id, move=move)
         created = now()
-        self.db.execute(
-            "insert into files (id, key_id, original_name, mime_type, format, size_bytes, sha256, kind, job_id,"
-            " created_at, expires_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            file_id, key_id, name, mime_type(fmt), fmt, size, sha256, kind, job_id,
-            created, created + self.retention_seconds,
-        )
-        return self.get(file_id, any_owner=True)
+        return StoredFile(id=file_id, key_id=key_id, original_name=name, mime_type=mime_type(fmt), format=fmt,
+                          size_bytes=size, sha256=sha256, kind=kind, job_id=job_id, created_at=created,
+                          expires_at=created + self.retention_seconds, deleted_at=None)
+
+    @staticmethod
+    def record(conn: Connection, stored: StoredFile) -> None:
+        conn.execute(_INSERT, _values(stored))
+
+    def discard(self, stored: StoredFile) -> None:
+        """The bytes of a file :meth:`put` that was not recorded after all."""
+        self.blobs.delete(_checked(stored.id))
 
     def get(self, file_id: str, *, key_id: str | None = None, include_deleted: bool = False,
             any_owner: bool = False) -> StoredFile:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import queue
 import shutil
@@ -22,7 +23,7 @@ from converters.base import ResidentEngine, Tool
 from converters.catalogue import Catalogue
 from localapi.core.db import Database, now
 from localapi.core.errors import StorageUnavailable
-from localapi.core.files import FileStore
+from localapi.core.files import FileStore, StoredFile
 from localapi.core.jobs.events import PROGRESS, TYPE_OF_STATUS, EventFeed, append
 from localapi.core.jobs.messages import InputSpec, JobSpec
 from localapi.core.jobs.records import Job
@@ -31,6 +32,8 @@ from localapi.core.jobs.sealed import ParamsUnreadable, Sealer
 from localapi.core.jobs.workdirs import OUT, SPARE, WorkDirs
 from localapi.core.processes import process_identity, process_is_gone
 from localapi.core.states import JobStatus
+
+log = logging.getLogger("filekiln.worker")
 
 MAX_ATTEMPTS = 2  # a job interrupted by a dead worker is retried once
 STALE_HEARTBEAT = 60.0
@@ -315,24 +318,43 @@ class JobWorker:
             with zipfile.ZipFile(bundle_path, "w", zipfile.ZIP_DEFLATED) as zf:
                 for p in outputs:
                     zf.write(p, p.name)
-        stored = [self.files.add(p, p.name, key_id=job.key_id, kind="result", job_id=job.id) for p in outputs]
+        results: list[StoredFile] = []
         bundle = None
-        if bundle_path is not None:
-            stem = Path(self.files.get(job.input_file_ids[0], any_owner=True).original_name).stem or "results"
-            bundle = self.files.add(bundle_path, f"{stem}-{job.tool}.zip", key_id=job.key_id, kind="bundle",
-                                    job_id=job.id, fmt="zip")
-        t = now()
-        changed = self.events.change(
-            job.id, TYPE_OF_STATUS[JobStatus.DONE],
-            "update jobs set status = ?, progress = 100, result_file_ids = ?, bundle_file_id = ?, notes = ?,"
-            " finished_at = ?, updated_at = ?, secret_params = null where id = ? and status = ?",
-            JobStatus.DONE, json.dumps([s.id for s in stored]), bundle.id if bundle else None, json.dumps(notes), t,
-            t, job.id, JobStatus.PROCESSING)
+        try:
+            for p in outputs:
+                results.append(self.files.put(p, p.name, key_id=job.key_id, kind="result", job_id=job.id))
+            if bundle_path is not None:
+                stem = Path(self.files.get(job.input_file_ids[0], any_owner=True).original_name).stem or "results"
+                bundle = self.files.put(bundle_path, f"{stem}-{job.tool}.zip", key_id=job.key_id, kind="bundle",
+                                        job_id=job.id, fmt="zip")
+            kept = [*results, *([bundle] if bundle else [])]
+            # recorded with the job's end, in one transaction: a job is DONE with its files, or neither is there
+            t = now()
+            with self.events.changing() as conn:
+                changed = conn.execute(
+                    "update jobs set status = ?, progress = 100, result_file_ids = ?, bundle_file_id = ?, notes = ?,"
+                    " finished_at = ?, updated_at = ?, secret_params = null where id = ? and status = ?",
+                    (JobStatus.DONE, json.dumps([r.id for r in results]), bundle.id if bundle else None,
+                     json.dumps(notes), t, t, job.id, JobStatus.PROCESSING)).rowcount
+                if changed:
+                    for f in kept:
+                        self.files.record(conn, f)
+                    append(conn, job.id, TYPE_OF_STATUS[JobStatus.DONE])
+        except BaseException:
+            self._discard([*results, *([bundle] if bundle else [])])
+            raise
         if not changed:  # canceled (or deleted) while the results were being stored
-            for s in [*stored, *([bundle] if bundle else [])]:
-                self.files.delete(s.id)
+            self._discard(kept)
             return JobStatus.CANCELED
         return JobStatus.DONE
+
+    def _discard(self, files: list[StoredFile]) -> None:
+        """The bytes of results put in the store but not recorded."""
+        for f in files:
+            try:
+                self.files.discard(f)
+            except Exception:
+                log.warning("could not remove the unrecorded result %s", f.id, exc_info=True)
 
     def _finish(self, job_id: str, status: JobStatus, code: str | None, message: str | None) -> None:
         t = now()
