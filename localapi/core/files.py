@@ -8,7 +8,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from converters.inputs.sniff import mime_type, sniff
 from localapi.core.db import Connection, Database, new_id, now
@@ -135,21 +135,10 @@ class FileStore:
     def new_sink(self, limit: int) -> UploadSink:
         return UploadSink(self.tmp_dir, limit)
 
-    def add(
-        self,
-        source: Path,
-        original_name: str,
-        *,
-        key_id: str | None,
-        kind: str,
-        job_id: str | None = None,
-        sha256: str | None = None,
-        move: bool = True,
-        fmt: str | None = None,
-    ) -> StoredFile:
-        """Take ``source`` into the store (in the data dir, an atomic rename) and record it."""
-        stored = self.put(source, original_name, key_id=key_id, kind=kind, job_id=job_id, sha256=sha256,
-                          move=move, fmt=fmt)
+    def add(self, source: Path, original_name: str, **details: Any) -> StoredFile:
+        """Take ``source`` into the store (in the data dir, an atomic rename) and record it: :meth:`put`
+        (with its arguments) and :meth:`record` at once."""
+        stored = self.put(source, original_name, **details)
         self.db.execute(_INSERT, *_values(stored))
         return stored
 
