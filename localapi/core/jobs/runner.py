@@ -61,6 +61,7 @@ class Child:
                                          start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self.messages: queue.Queue[Reply | None] = queue.Queue()  # None: the child's stdout closed
         self.jobs = 0
+        self._ps: psutil.Process | None = None
         # retirements spread out, so that two children rarely need replacing within one start-up time
         self.max_jobs = random.randint(MAX_JOBS_PER_CHILD // 2, MAX_JOBS_PER_CHILD)
         threading.Thread(target=self._read, daemon=True, name=f"child-{self.proc.pid}").start()
@@ -93,7 +94,9 @@ class Child:
         if not self.alive() or self.jobs >= self.max_jobs:
             return False
         try:
-            return bool(psutil.Process(self.pid).memory_info().rss < MAX_CHILD_RSS)
+            if self._ps is None:  # kept: a new psutil.Process reads the process's stat file first
+                self._ps = psutil.Process(self.pid)
+            return bool(self._ps.memory_info().rss < MAX_CHILD_RSS)
         except psutil.NoSuchProcess:
             return False
 
@@ -158,8 +161,12 @@ class ChildPool:
             with self._lock:
                 if self._closed:
                     return
-                while len(self._idle) + self._busy < self.size + SPARE_CHILDREN:
+                while self._short():
                     self._idle.append(self.new_child())
+
+    def _short(self) -> bool:
+        """Whether the pool holds fewer children than it keeps (the caller holds the lock)."""
+        return len(self._idle) + self._busy < self.size + SPARE_CHILDREN
 
     def take(self) -> Child | None:
         """A started child, or None when none is ready (the caller then starts its own)."""
@@ -172,7 +179,9 @@ class ChildPool:
                     break
                 child.close()
             self._busy += 1  # a child the caller starts itself counts too
-        self.fill()
+            short = self._short()
+        if short:  # a child was missing or dead; else an idle one became a busy one, and none is to start
+            self.fill()
         return taken
 
     def give_back(self, child: Child | None) -> None:
@@ -254,7 +263,9 @@ def _supervise(child: Child, timeout: float, on_progress: Callable[[float], None
                should_cancel: Callable[[], bool], on_tick: Callable[[], None]) -> tuple[Outcome, bool]:
     """Wait for the child's answer to one job: (outcome, whether the child may take another job)."""
     deadline = time.monotonic() + timeout
-    next_check = 0.0
+    # the first look comes a check interval in: the claim and the start just wrote the heartbeat, and
+    # most small jobs are over by then (a cancel meanwhile is seen then, or stops the result being kept)
+    next_check = time.monotonic() + CANCEL_CHECK_INTERVAL
     try:
         while True:
             try:
