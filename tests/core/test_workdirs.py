@@ -90,3 +90,14 @@ def test_the_spares_of_a_process_that_is_gone_are_removed_at_a_start(tmp_path: P
     WorkDirs(tmp_path, identity=process_identity()).clean()
     owners = sorted(p.name.rsplit("+", 1)[0] for p in (tmp_path / SPARE).iterdir())
     assert owners == sorted(i.replace(":", "+") for i in (alive, process_identity()))
+
+
+def test_a_stop_removes_the_spares_of_this_process_only(tmp_path: Path) -> None:
+    ours, other = WorkDirs(tmp_path, keep=2), WorkDirs(tmp_path, keep=2, identity="elsewhere:1:1.000")
+    running = [(ours, ours.take("job_1")), (ours, ours.take("job_2")), (other, other.take("job_3"))]
+    for dirs, work in running:
+        dirs.give_back(work, reuse=True)
+    assert len(list((tmp_path / SPARE).iterdir())) == 3
+    ours.close()
+    assert [p.name.split("+")[0] for p in (tmp_path / SPARE).iterdir()] == ["elsewhere"]
+    assert list(ours.take("job_9").iterdir()) == [tmp_path / "job_9" / "out"]  # made anew

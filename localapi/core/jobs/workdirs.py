@@ -5,7 +5,8 @@ millisecond of CPU on ext4, twice a job, against a few microseconds for a rename
 pays it on top of a conversion of a few milliseconds. So a job's dir is a spare one renamed into
 place, and when the job ends it is emptied and renamed back to wait for the next job of this process.
 Outside a job nothing is left under the job's name, as before; spares live in ``jobs/_spare``, named
-after the process that owns them, and a process that is gone has its spares removed at the next start.
+after the process that owns them: its workers' stop removes them, and a process that did not stop (a
+crash, a kill) has them removed at the next start.
 """
 
 from __future__ import annotations
@@ -96,6 +97,13 @@ class WorkDirs:
                     os.unlink(entry.path)
         if not found_out:
             (work / OUT).mkdir()
+
+    def close(self) -> None:
+        """Remove this process's spares (the workers have stopped)."""
+        with self._lock:
+            spares, self._free = self._free, []
+        for spare in spares:
+            shutil.rmtree(spare, ignore_errors=True)
 
     def clean(self) -> None:
         """Remove the spares of processes that are gone (at a start: what a crash or a kill left)."""

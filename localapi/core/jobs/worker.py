@@ -135,6 +135,7 @@ class JobWorker:
             self.children.close()
             self.children = None
         self.slots.close()
+        self.work_dirs.close()
 
     # ---- which job next ----
 
@@ -341,15 +342,23 @@ class JobWorker:
                         self.files.record(conn, f)
                     append(conn, job.id, TYPE_OF_STATUS[JobStatus.DONE])
         except BaseException:
-            self._discard([*results, *([bundle] if bundle else [])])
+            self._discard([*results, *([bundle] if bundle else [])], unless_recorded=True)
             raise
         if not changed:  # canceled (or deleted) while the results were being stored
             self._discard(kept)
             return JobStatus.CANCELED
         return JobStatus.DONE
 
-    def _discard(self, files: list[StoredFile]) -> None:
-        """The bytes of results put in the store but not recorded."""
+    def _discard(self, files: list[StoredFile], unless_recorded: bool = False) -> None:
+        """The bytes of results put in the store but not recorded. ``unless_recorded``: after a failure,
+        which may have come after the commit (a lost connection), the database says whether they were."""
+        if unless_recorded and files:
+            try:
+                if self.db.one("select id from files where id = ?", files[0].id) is not None:
+                    return
+            except Exception:
+                log.warning("could not tell whether the results of a failed end were recorded; kept", exc_info=True)
+                return
         for f in files:
             try:
                 self.files.discard(f)
