@@ -12,7 +12,7 @@ Prints, all measured in this run on this machine:
 - where the CPU of the 4-client run went, per job: the clients (this process), the server process, its
   conversion children; and the rate the machine's cores could give at that cost if they were never idle.
 
-    .venv/bin/python bench/bench_api_overhead.py [--jobs 200] [--clients 4]
+    .venv/bin/python bench/bench_api_overhead.py [--jobs 400] [--clients 4] [--rounds 4]
 """
 
 from __future__ import annotations
