@@ -239,8 +239,9 @@ def main() -> None:
                 direct_s += direct(share, work / f"direct{r}")
                 before, client_before = cpu_seconds(srv.process.pid), time.process_time()
                 api_s += shared_jobs(srv, key, share, args.clients)
-                after, client_cpu = cpu_seconds(srv.process.pid), client_cpu + time.process_time() - client_before
-                server_cpu = [server_cpu[0] + after[0] - before[0], server_cpu[1] + after[1] - before[1]]
+                after = cpu_seconds(srv.process.pid)
+                client_cpu += time.process_time() - client_before
+                server_cpu = [total + a - b for total, a, b in zip(server_cpu, after, before, strict=True)]
             table = request_table(srv, key, pngs[0], args.requests)
             events = event_latency(srv, key, pngs[0], 50)
         finally:

@@ -329,20 +329,21 @@ def test_a_hanging_target_is_cut_at_the_timeout(server: Server, client: httpx.Cl
 
 # ---- at least once, across a kill -9 ----
 
-def deliveries(data_dir: Path, event: str) -> list[Any]:
+def outbox(data_dir: Path, where: str, *args: Any) -> list[Any]:
+    """The outbox rows (``webhook_deliveries``) that match ``where``."""
     db = install_db(data_dir)
     try:
-        return db.all("select * from webhook_deliveries where event_type = ?", event)
+        return db.all(f"select * from webhook_deliveries where {where}", *args)
     finally:
         db.close()
+
+
+def deliveries(data_dir: Path, event: str) -> list[Any]:
+    return outbox(data_dir, "event_type = ?", event)
 
 
 def delivery(data_dir: Path, event_id: str) -> Any:
-    db = install_db(data_dir)
-    try:
-        return db.one("select * from webhook_deliveries where id = ?", event_id)
-    finally:
-        db.close()
+    return outbox(data_dir, "id = ?", event_id)[0]
 
 
 def wait_until(check: Callable[[], bool], timeout: float = 30) -> None:

@@ -79,24 +79,13 @@ class WorkDirs:
     @staticmethod
     def _empty(work: Path) -> None:
         """Remove all but an empty ``out/`` (results were moved out of it; anything left goes)."""
-        found_out = False
-        with os.scandir(work) as entries:
-            for entry in entries:
-                if entry.name == OUT and entry.is_dir(follow_symlinks=False):
-                    found_out = True
-                    with os.scandir(entry.path) as outputs:
-                        left = list(outputs)
-                    for o in left:
-                        if o.is_dir(follow_symlinks=False):
-                            shutil.rmtree(o.path)
-                        else:
-                            os.unlink(o.path)
-                elif entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path)
-                else:
-                    os.unlink(entry.path)
-        if not found_out:
-            (work / OUT).mkdir()
+        for entry in _entries(work):
+            if entry.name == OUT and entry.is_dir(follow_symlinks=False):
+                for inner in _entries(entry.path):
+                    _remove(inner)
+            else:
+                _remove(entry)
+        (work / OUT).mkdir(exist_ok=True)
 
     def close(self) -> None:
         """Remove this process's spares (the workers have stopped)."""
@@ -115,3 +104,15 @@ class WorkDirs:
             host, pid, created, _ = (entry.name.split("+") + ["", "", "", ""])[:4]
             if not entry.name.startswith(self._prefix) and process_is_gone(f"{host}:{pid}:{created}"):
                 shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _entries(path: Path | str) -> list[os.DirEntry[str]]:
+    with os.scandir(path) as entries:
+        return list(entries)
+
+
+def _remove(entry: os.DirEntry[str]) -> None:
+    if entry.is_dir(follow_symlinks=False):
+        shutil.rmtree(entry.path)
+    else:
+        os.unlink(entry.path)

@@ -319,33 +319,32 @@ class JobWorker:
             with zipfile.ZipFile(bundle_path, "w", zipfile.ZIP_DEFLATED) as zf:
                 for p in outputs:
                     zf.write(p, p.name)
-        results: list[StoredFile] = []
-        bundle = None
+        stored: list[StoredFile] = []  # the results, then the bundle
         try:
             for p in outputs:
-                results.append(self.files.put(p, p.name, key_id=job.key_id, kind="result", job_id=job.id))
+                stored.append(self.files.put(p, p.name, key_id=job.key_id, kind="result", job_id=job.id))
             if bundle_path is not None:
                 stem = Path(self.files.get(job.input_file_ids[0], any_owner=True).original_name).stem or "results"
-                bundle = self.files.put(bundle_path, f"{stem}-{job.tool}.zip", key_id=job.key_id, kind="bundle",
-                                        job_id=job.id, fmt="zip")
-            kept = [*results, *([bundle] if bundle else [])]
+                stored.append(self.files.put(bundle_path, f"{stem}-{job.tool}.zip", key_id=job.key_id,
+                                             kind="bundle", job_id=job.id, fmt="zip"))
+            bundle_id = stored[-1].id if bundle_path is not None else None
             # recorded with the job's end, in one transaction: a job is DONE with its files, or neither is there
             t = now()
             with self.events.changing() as conn:
                 changed = conn.execute(
                     "update jobs set status = ?, progress = 100, result_file_ids = ?, bundle_file_id = ?, notes = ?,"
                     " finished_at = ?, updated_at = ?, secret_params = null where id = ? and status = ?",
-                    (JobStatus.DONE, json.dumps([r.id for r in results]), bundle.id if bundle else None,
+                    (JobStatus.DONE, json.dumps([f.id for f in stored[:len(outputs)]]), bundle_id,
                      json.dumps(notes), t, t, job.id, JobStatus.PROCESSING)).rowcount
                 if changed:
-                    for f in kept:
+                    for f in stored:
                         self.files.record(conn, f)
                     append(conn, job.id, TYPE_OF_STATUS[JobStatus.DONE])
         except BaseException:
-            self._discard([*results, *([bundle] if bundle else [])], unless_recorded=True)
+            self._discard(stored, unless_recorded=True)
             raise
         if not changed:  # canceled (or deleted) while the results were being stored
-            self._discard(kept)
+            self._discard(stored)
             return JobStatus.CANCELED
         return JobStatus.DONE
 
