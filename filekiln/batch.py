@@ -15,12 +15,12 @@ import argparse
 import shutil
 import signal
 import sys
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from filekiln.signals import caught
 from localapi.config import Settings
 
 POLL_SECONDS = 0.1
@@ -157,10 +157,8 @@ class Batch:
     def run(self, items: list[Item], request: dict[str, Any]) -> int:
         from localapi.core.errors import ServiceError
 
-        interrupted = threading.Event()
-        previous = signal.signal(signal.SIGINT, lambda *_: interrupted.set())
         running: dict[str, Item] = {}
-        try:
+        with caught(signal.SIGINT) as interrupted:
             for item in items:
                 if interrupted.is_set():
                     break
@@ -191,8 +189,6 @@ class Batch:
                 self.bar.finish(False)
                 print(f"Interrupted: {len(running)} canceled.", file=sys.stderr)
                 return 1
-        finally:
-            signal.signal(signal.SIGINT, previous)
         self.bar.finish(self.failed == 0)
         if self.failed:
             print(f"{self.failed} of {len(items)} failed.", file=sys.stderr)

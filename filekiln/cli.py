@@ -7,13 +7,13 @@ import json
 import logging
 import signal
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from filekiln.convert import ProgressBar, cmd_convert
 from filekiln.presets import cmd_presets
+from filekiln.signals import caught
 from localapi import __version__
 from localapi.config import DEFAULT_PORT, SettingError, Settings, is_loopback_host, load_settings
 from localapi.core.datadir import private_umask
@@ -195,12 +195,10 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     private_umask()
     setup_logging(settings)
     service = open_service(settings, queue_needed=True)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    service.start_workers()
-    print(f"FileKiln worker running on {settings.data_dir} ({settings.workers} workers)", flush=True)
-    stop.wait()
+    with caught() as stop:
+        service.start_workers()
+        print(f"FileKiln worker running on {settings.data_dir} ({settings.workers} workers)", flush=True)
+        stop.wait()
     service.close()
     print("FileKiln worker stopped.", flush=True)
     return 0
@@ -253,18 +251,16 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
             folder = watch.add(args.in_dir.absolute(), args.out_dir.absolute(), args.preset, args.recursive,
                                args.after)
             only = [folder.id]
-        stop = threading.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
-        service.start_workers()
-        folders = watch.start(only)
-        if not folders:
-            print("No watch folder to run; give one: filekiln watch IN_DIR --preset NAME --out OUT_DIR",
-                  file=sys.stderr)
-            return 2
-        for f in folders:
-            print(f"Watching {f.in_dir} -> {f.out_dir} (preset {f.preset!r}, {f.id})", flush=True)
-        stop.wait()
+        with caught() as stop:
+            service.start_workers()
+            folders = watch.start(only)
+            if not folders:
+                print("No watch folder to run; give one: filekiln watch IN_DIR --preset NAME --out OUT_DIR",
+                      file=sys.stderr)
+                return 2
+            for f in folders:
+                print(f"Watching {f.in_dir} -> {f.out_dir} (preset {f.preset!r}, {f.id})", flush=True)
+            stop.wait()
         watch.stop()
         print("FileKiln watch stopped.", flush=True)
         return 0
@@ -362,12 +358,8 @@ def cmd_models(args: argparse.Namespace, settings: Settings) -> int:
         if args.models_command == "download":
             entry = get_entry(args.name)
             bar = ProgressBar(sys.stderr)
-            interrupted = threading.Event()
-            previous = signal.signal(signal.SIGINT, lambda *_: interrupted.set())
-            try:
+            with caught(signal.SIGINT) as interrupted:
                 paths = download(entry, models_dir, bar.update, interrupted.is_set)
-            finally:
-                signal.signal(signal.SIGINT, previous)
             bar.finish(True)
             for path in paths:
                 print(path)

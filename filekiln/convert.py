@@ -10,11 +10,11 @@ import shutil
 import signal
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from filekiln.signals import caught
 from localapi.config import Settings
 
 
@@ -74,14 +74,10 @@ def cmd_convert(args: argparse.Namespace, settings: Settings) -> int:
                        output_format=fmt, out_dir=str(out_dir), models_dir=str(env.models_dir),
                        settings=dict(env.settings), memory_limit_mb=settings.job_memory_limit_mb)
         bar = ProgressBar(sys.stderr)
-        interrupted = threading.Event()
-        previous = signal.signal(signal.SIGINT, lambda *_: interrupted.set())
-        try:
+        with caught(signal.SIGINT) as interrupted:
             outcome = run_supervised(spec, log_path=Path(tmp) / "child.log",
                                      timeout=settings.tool_timeouts.get(tool.id, tool.timeout_seconds),
                                      on_progress=bar.update, should_cancel=interrupted.is_set)
-        finally:
-            signal.signal(signal.SIGINT, previous)
         bar.finish(outcome.status == JobStatus.DONE)
         if outcome.status != JobStatus.DONE:
             message = outcome.message or "canceled"

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psutil
 from PIL import Image
 
-from tests.conftest import ROOT, png_bytes, process_env, run_cli
+from tests.conftest import ROOT, image_pdf_bytes, install_db, png_bytes, process_env, run_cli
 
 SMALL_WEBP = {"tool": "image-resize", "params": {"width": 20, "height": 20}, "outputFormat": "png"}
 TO_WEBP = {"tool": "image-convert", "outputFormat": "webp"}
@@ -176,3 +181,83 @@ def test_a_preset_whose_later_step_merges_makes_one_output_of_the_files_named(tm
     assert proc.returncode == 0, proc.stderr
     made = sorted(out.iterdir())
     assert [p.suffix for p in made] == [".pdf"] and pymupdf.open(made[0]).page_count == 3
+
+
+# --------------------------------------------------------------------------- Ctrl-C
+
+
+def slow_pdfs(folder: Path, count: int) -> list[Path]:
+    """PDFs of image pages that pdf-compress at level extreme takes several seconds on."""
+    folder.mkdir(parents=True, exist_ok=True)
+    data = image_pdf_bytes(pages=40, size=1400, seed=7)
+    paths = [folder / f"scan-{n}.pdf" for n in range(count)]
+    for path in paths:
+        path.write_bytes(data)
+    return paths
+
+
+def interrupted(data_dir: Path, args: list[str], when: str, ready: Callable[[subprocess.Popen[str]], bool]
+                ) -> tuple[int, str]:
+    """Run ``filekiln ARGS``, press Ctrl-C once ``ready`` says so, and give its exit code and standard error."""
+    proc = subprocess.Popen([sys.executable, "-m", "filekiln", "--data-dir", str(data_dir), *args], cwd=ROOT,
+                            env=process_env(data_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not ready(proc):
+            assert time.monotonic() < deadline, f"timed out waiting for {when}"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, stderr
+
+
+def jobs_by_status(data_dir: Path) -> dict[str, int]:
+    if not (data_dir / "filekiln.db").exists():
+        return {}
+    db = install_db(data_dir)
+    try:
+        return {r[0]: int(r[1]) for r in db.all("select status, count(*) from jobs group by status")}
+    finally:
+        db.close()
+
+
+def test_ctrl_c_stops_a_folder_batch_and_cancels_what_it_started(tmp_path: Path) -> None:
+    data, out = tmp_path / "data", tmp_path / "out"
+    slow_pdfs(tmp_path / "in", 3)
+
+    def all_made_one_running(_: subprocess.Popen[str]) -> bool:
+        jobs = jobs_by_status(data)
+        return sum(jobs.values()) == 3 and jobs.get("PROCESSING", 0) > 0
+
+    code, stderr = interrupted(data, ["convert", str(tmp_path / "in"), "--tool", "pdf-compress", "--param",
+                                      "level=extreme", "--out", str(out)],
+                               "every file's job made, and one running", all_made_one_running)
+    assert code == 1, stderr
+    canceled = re.search(r"Interrupted: (\d+) canceled\.", stderr)
+    assert canceled and int(canceled[1]) >= 1, stderr
+    made = list(out.iterdir()) if out.exists() else []
+    assert len(made) + int(canceled[1]) == 3, (made, stderr)  # each file either converted or canceled
+    assert set(jobs_by_status(data)) <= {"CANCELED", "DONE"}, jobs_by_status(data)
+
+
+def test_ctrl_c_stops_a_single_file_conversion_and_its_child(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    [pdf] = slow_pdfs(tmp_path / "in", 1)
+    children: list[psutil.Process] = []
+
+    def converting(proc: subprocess.Popen[str]) -> bool:
+        if not children:
+            children.extend(psutil.Process(proc.pid).children())
+            return False
+        return True  # a look later: into the conversion
+
+    code, stderr = interrupted(tmp_path / "data", ["convert", str(pdf), "--tool", "pdf-compress", "--param",
+                                                   "level=extreme", "--out", str(out)],
+                               "the conversion child to start", converting)
+    assert code == 1, stderr
+    assert "pdf-compress failed:" in stderr and "canceled" in stderr
+    assert not any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children)
+    assert not out.exists() or not any(out.iterdir())
