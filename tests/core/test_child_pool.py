@@ -1,13 +1,20 @@
 """The pool of conversion processes: kept full, and a job that takes and returns a healthy child wakes
-no thread and starts no process."""
+no thread and starts no process; a child's start-up does not count against its job's timeout."""
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+from PIL import Image
+
+from localapi.core.jobs import runner
+from localapi.core.jobs.messages import InputSpec, JobSpec
 from localapi.core.jobs.runner import SPARE_CHILDREN, ChildPool
+from localapi.core.states import JobStatus
 
 
 def wait_for(condition: Callable[[], bool], seconds: float = 60.0) -> None:
@@ -44,3 +51,24 @@ def test_a_healthy_child_serves_again_without_a_refill(tmp_path: Path) -> None:
         assert all(c.alive() for c in pool._idle)
     finally:
         pool.close()
+
+
+def test_a_jobs_timeout_runs_from_the_childs_start_not_from_its_launch(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a busy machine a new child may take seconds to import Python and the engines; the job's
+    own timeout (here 1 s, for a conversion of a few milliseconds) starts once the child is ready."""
+    slow_start = ("import runpy, time; time.sleep(2.5); "
+                  "runpy.run_module('localapi.core.jobs.child', run_name='__main__')")
+    monkeypatch.setattr(runner, "child_command", lambda: [sys.executable, "-c", slow_start])
+    src = tmp_path / "in.png"
+    Image.new("RGB", (32, 24), (200, 40, 40)).save(src)
+    out = tmp_path / "out"
+    out.mkdir()
+    spec = JobSpec(tool="image-convert", inputs=[InputSpec(str(src), "png", "in.png")], params={},
+                   output_format="webp", out_dir=str(out))
+    started = time.monotonic()
+    outcome = runner.run_supervised(spec, log_path=tmp_path / "child.log", timeout=1.0, on_progress=lambda _: None,
+                                    should_cancel=lambda: False)
+    assert outcome.status == JobStatus.DONE, outcome
+    assert time.monotonic() - started >= 2.5  # it did wait for the slow start
+    assert [p.suffix for p in out.iterdir()] == [".webp"]

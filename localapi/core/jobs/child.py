@@ -21,7 +21,7 @@ import psutil
 from converters.base import Cancelled, Context, ConversionError, InputFile, ToolEnv
 from converters.catalogue import load_catalogue
 from converters.inputs.safety import check_input
-from localapi.core.jobs.messages import Done, Failed, JobSpec, Progress, Reply, encode_reply
+from localapi.core.jobs.messages import Done, Failed, JobSpec, Progress, Ready, Reply, encode_reply
 
 CHILD_NICENESS = 10  # POSIX: well below the service, still above idle work
 
@@ -158,6 +158,7 @@ def main() -> int:
     _die_with_parent()
     _lower_priority()
     _warm_up()
+    Reporter().send(Ready())  # the job's clock starts now, not while this process was starting
     limited = False
     for line in sys.stdin:
         if not line.strip():

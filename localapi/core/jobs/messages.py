@@ -1,7 +1,8 @@
 """The conversation between a worker and its conversion child, one JSON line each way.
 
-The worker sends a :class:`JobSpec`; the child answers with :class:`Progress` lines, then one
-:class:`Done` or :class:`Failed`. Each side builds and parses them here, and nowhere else.
+The child says :class:`Ready` once, when it has started and can take a job. The worker sends a
+:class:`JobSpec`; the child answers with :class:`Progress` lines, then one :class:`Done` or
+:class:`Failed`. Each side builds and parses them here, and nowhere else.
 """
 
 from __future__ import annotations
@@ -43,6 +44,11 @@ class JobSpec:
 
 
 @dataclass(frozen=True)
+class Ready:
+    """The child has started (Python and the usual engines imported): a job's clock may run."""
+
+
+@dataclass(frozen=True)
 class Progress:
     fraction: float
 
@@ -58,10 +64,12 @@ class Failed:
     message: str
 
 
-Reply = Progress | Done | Failed
+Reply = Ready | Progress | Done | Failed
 
 
 def encode_reply(reply: Reply) -> str:
+    if isinstance(reply, Ready):
+        return json.dumps({"ready": True})
     if isinstance(reply, Progress):
         return json.dumps({"progress": reply.fraction})
     if isinstance(reply, Done):
@@ -79,6 +87,8 @@ def decode_reply(line: str | bytes) -> Reply | None:
         return None
     if "progress" in data:
         return Progress(float(data["progress"]))
+    if data.get("ready"):
+        return Ready()
     if data.get("done"):
         return Done([str(note) for note in data.get("notes") or []])
     if "error" in data:

@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 
 from converters.engines.procs import kill_tree
-from localapi.core.jobs.messages import Done, Failed, JobSpec, Progress, Reply, decode_reply
+from localapi.core.jobs.messages import Done, Failed, JobSpec, Progress, Ready, Reply, decode_reply
 from localapi.core.states import JobStatus
 
 log = logging.getLogger("filekiln.runner")
@@ -48,6 +48,9 @@ MAX_JOBS_PER_CHILD = 1000  # each child retires after a random count between hal
 # still importing (some 0.5-3 s, which a run of small jobs would otherwise pay at every retirement)
 SPARE_CHILDREN = 1
 CLOSE_WAIT_SECONDS = 1.0  # after SIGKILL, how long a job's end waits for the process to be gone
+# how long a child may take to start (import Python and the engines) before its job fails; a tool's
+# timeout counts from the child's Ready, so a slow start on a busy machine does not eat into it
+START_SECONDS = 120.0
 MAX_CHILD_RSS = 1024**3  # a child that grew past this is not given another job
 
 
@@ -61,6 +64,7 @@ class Child:
                                          start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self.messages: queue.Queue[Reply | None] = queue.Queue()  # None: the child's stdout closed
         self.jobs = 0
+        self.ready = False  # it has said Ready (read by the supervisor of its first job)
         self._ps: psutil.Process | None = None
         # retirements spread out, so that two children rarely need replacing within one start-up time
         self.max_jobs = random.randint(MAX_JOBS_PER_CHILD // 2, MAX_JOBS_PER_CHILD)
@@ -261,11 +265,15 @@ def _finish(child: Child) -> None:
 
 def _supervise(child: Child, timeout: float, on_progress: Callable[[float], None],
                should_cancel: Callable[[], bool], on_tick: Callable[[], None]) -> tuple[Outcome, bool]:
-    """Wait for the child's answer to one job: (outcome, whether the child may take another job)."""
-    deadline = time.monotonic() + timeout
+    """Wait for the child's answer to one job: (outcome, whether the child may take another job).
+
+    The job's ``timeout`` runs from the moment the child is ready; a child still starting has
+    ``START_SECONDS`` to get there."""
+    sent = time.monotonic()
+    deadline = sent + timeout if child.ready else sent + START_SECONDS
     # the first look comes a check interval in: the claim and the start just wrote the heartbeat, and
     # most small jobs are over by then (a cancel meanwhile is seen then, or stops the result being kept)
-    next_check = time.monotonic() + CANCEL_CHECK_INTERVAL
+    next_check = sent + CANCEL_CHECK_INTERVAL
     try:
         while True:
             try:
@@ -275,6 +283,9 @@ def _supervise(child: Child, timeout: float, on_progress: Callable[[float], None
             match message:
                 case None:
                     return _died(child), False
+                case Ready():
+                    child.ready = True
+                    deadline = time.monotonic() + timeout
                 case Progress(fraction) if fraction >= 0:
                     on_progress(fraction)
                 case Done(notes):
@@ -286,7 +297,8 @@ def _supervise(child: Child, timeout: float, on_progress: Callable[[float], None
             now = time.monotonic()
             if now > deadline:
                 kill_tree(child.pid)
-                text = f"The conversion did not finish within {timeout:.0f} seconds."
+                text = (f"The conversion did not finish within {timeout:.0f} seconds." if child.ready else
+                        f"The conversion process did not start within {START_SECONDS:.0f} seconds.")
                 return Outcome(JobStatus.FAILED, "timeout", text), False
             if now >= next_check:
                 next_check = now + CANCEL_CHECK_INTERVAL
