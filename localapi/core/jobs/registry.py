@@ -125,16 +125,13 @@ class WorkerRegistry:
 
     def register(self, slots: int) -> None:
         self.slots = slots
-        t = now()
-        self.db.execute(
-            "insert into workers (id, host, pid, slots, started_at, heartbeat_at, tools, partial)"
-            " values (?, ?, ?, ?, ?, ?, '[]', '[]') on conflict (id) do update set slots = excluded.slots,"
-            " started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at",
-            self.identity, socket.gethostname(), os.getpid(), slots, t, t)
-        self.beat()
+        self.beat(starting=True)
 
-    def beat(self) -> None:
-        """Refresh the heartbeat and what this process takes (engines or settings may have changed)."""
+    def beat(self, starting: bool = False) -> None:
+        """Refresh the heartbeat and what this process takes (engines or settings may have changed).
+
+        ``starting``: the row is written for the first time, with what the process takes already in it,
+        so that ``/health`` and the other processes never see it taking nothing."""
         caps = capabilities(self.catalogue, self.switches)
         # rows of processes that ended without a clean stop: gone from this host, or silent for an hour
         for old in self.db.all("select id, heartbeat_at from workers where id != ?", self.identity):
@@ -153,9 +150,17 @@ class WorkerRegistry:
             # (a job queued before its tool was switched off, or lost its engine, does not wait for ever)
             takes = frozenset(tool.id for tool in self.catalogue) - self.held
         self.worker.excluded = tuple(sorted(tool.id for tool in self.catalogue if tool.id not in takes))
-        self.db.execute("update workers set heartbeat_at = ?, slots = ?, tools = ?, partial = ? where id = ?",
-                        now(), self.slots, json.dumps(sorted(takes)), json.dumps(sorted(caps.partial & takes)),
-                        self.identity)
+        tools, partial, t = json.dumps(sorted(takes)), json.dumps(sorted(caps.partial & takes)), now()
+        if starting:
+            self.db.execute(
+                "insert into workers (id, host, pid, slots, started_at, heartbeat_at, tools, partial)"
+                " values (?, ?, ?, ?, ?, ?, ?, ?) on conflict (id) do update set slots = excluded.slots,"
+                " started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at,"
+                " tools = excluded.tools, partial = excluded.partial",
+                self.identity, socket.gethostname(), os.getpid(), self.slots, t, t, tools, partial)
+        else:
+            self.db.execute("update workers set heartbeat_at = ?, slots = ?, tools = ?, partial = ? where id = ?",
+                            t, self.slots, tools, partial, self.identity)
 
     def remove(self) -> None:
         self.db.execute("delete from workers where id = ?", self.identity)
