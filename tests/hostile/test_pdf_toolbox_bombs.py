@@ -16,6 +16,7 @@ from tests.hostile.test_pdf_bombs import (
     BOUNDED,
     CONTENT_BOMB,
     GiB,
+    allow_done_past_the_clock,
     assert_service_still_works,
     assert_work_dirs_removed,
     capped,  # noqa: F401 - a fixture
@@ -140,13 +141,7 @@ def test_content_stream_bomb_ends_every_toolbox_job_within_the_timeout_and_memor
     # its compression-bomb ratio at once, and the job says why
     expected.update(dict.fromkeys([label("pdf-scale", {}, "pdf"), label("pdf-n-up", {"pagesPerSheet": 4}, "pdf"),
                                    label("pdf-booklet", {}, "pdf")], ("FAILED", "unsafe_input")))
-    # pdf-grayscale's recolouring lexes the content too, and alone it always runs into the clock (7.5 s of
-    # recolouring here, measured in-process); in some whole-suite runs, this one's bomb and timeout
-    # included, MuPDF gave the stream up instead and the job ended DONE within the timeout. Either is an
-    # end within the limits, which is what this test is for.
-    grayscale = label("pdf-grayscale", {}, "pdf")
-    if done.get(grayscale) == ("DONE", None):
-        expected[grayscale] = ("DONE", None)
+    allow_done_past_the_clock(done, expected)  # see there: the clock has been seen to act late
     assert done == expected, ended
     for job in ended:
         assert run_seconds(job) < BOMB_TIMEOUT + 45, job
