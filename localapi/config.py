@@ -51,8 +51,10 @@ class Settings:
     strict_auth: bool = False
     download_ttl_seconds: int = 3600
     max_upload_bytes: int = 5 * 1000**3
-    rate_limit_per_second: float = 100.0  # writes (POST, DELETE) per key or anonymous client
-    rate_limit_burst: int = 500
+    # writes (POST, DELETE) per key or anonymous client: above what one machine's server can take (a
+    # small job is two writes, and a sequential script makes some 200 a second on a fast desktop)
+    rate_limit_per_second: float = 1000.0
+    rate_limit_burst: int = 2000
     read_rate_limit_per_second: float = 1000.0  # reads (GET, HEAD), in a bucket of their own
     read_rate_limit_burst: int = 2000
     # proxies whose X-Forwarded-For is believed (IPs or networks); none by default, so that a client

@@ -43,3 +43,18 @@ def test_reads_have_a_limit_of_their_own(server: Server) -> None:
         codes = [c.get("/tools/image-convert").status_code for _ in range(45)]
         assert codes[:40] == [200] * 40 and set(codes[40:]) == {429}
         assert c.post("/files", files={"file": ("a.txt", b"hello")}).status_code == 201  # writes untouched
+
+
+def test_the_default_write_bucket_takes_a_fast_script_s_burst(tmp_path: Path) -> None:
+    """A script uploading files as fast as one connection goes (hundreds of writes a second) is
+    never refused by the default limits: 1200 uploads, more than the old bucket of 500 held."""
+    data = tmp_path / "data"
+    data.mkdir()
+    srv = start_server(data, tmp_path / "server.log", "--workers", "0")
+    try:
+        key = srv.create_key()
+        with srv.client(key) as c:
+            codes = {c.post("/files", files={"file": (f"{n}.txt", b"x")}).status_code for n in range(1200)}
+    finally:
+        srv.stop()
+    assert codes == {201}
