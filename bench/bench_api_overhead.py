@@ -9,7 +9,7 @@ Prints, all measured in this run on this machine:
 - the 429 answers waited out (goal: none);
 - a per-request table: each call's median against a bare FastAPI route on uvicorn, started the same way;
 - the event latency: from a job's end (its ``finishedAt``, the server's clock) to a listening SSE client;
-- where the CPU of the 4-client run went, per job: the clients (this process), the server process, its
+- where the CPU of the 4-client run went, per job: the clients (a process each), the server process, its
   conversion children; and the rate the machine's cores could give at that cost if they were never idle.
 
     .venv/bin/python bench/bench_api_overhead.py [--jobs 400] [--clients 4] [--rounds 4]
@@ -20,13 +20,13 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import multiprocessing
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -171,21 +171,51 @@ def event_latency(srv: Server, key: str, png: bytes, jobs: int) -> list[float]:
     return latencies
 
 
-def shared_jobs(srv: Server, key: str, pngs: list[bytes], clients: int) -> float:
-    """Seconds for ``clients`` clients to run a job on each of ``pngs``, taking the next one as they finish."""
-    queue = list(enumerate(pngs))
-    lock = threading.Lock()
+@dataclass
+class SharedRun:
+    """A run of several client processes: its wall time and the CPU the clients themselves used."""
 
-    def client_loop() -> None:
-        with srv.client(key) as c:
-            while True:
-                with lock:
-                    if not queue:
-                        return
-                    i, p = queue.pop()
-                one_job(c, p, f"c{i}.png")
+    seconds: float
+    client_cpu: float
 
-    return run_clients(clients, client_loop)
+
+def _client_process(base_url: str, key: str, jobs: list[tuple[int, bytes]], go: Any, report: Any) -> None:
+    """One client: a script of its own, in its own process, running its share of the jobs."""
+    with httpx.Client(base_url=base_url, headers={"X-API-Key": key}, timeout=60) as c:
+        call(c, "GET", "/health")  # its connection is open before the clock starts
+        report.put("ready")
+        go.wait()
+        cpu = time.process_time()
+        for i, data in jobs:
+            one_job(c, data, f"c{i}.png")
+        report.put((time.monotonic(), time.process_time() - cpu, THROTTLED["count"]))
+
+
+def shared_jobs(srv: Server, key: str, pngs: list[bytes], clients: int) -> SharedRun:
+    """``clients`` clients running a job on each of ``pngs``, each client a process of its own.
+
+    Clients are processes, as separate scripts are: threads of one interpreter share its lock, so
+    their HTTP work could never use more than one core and would cost more for the contention."""
+    ctx = multiprocessing.get_context("spawn")
+    go, report = ctx.Event(), ctx.Queue()
+    jobs = list(enumerate(pngs))
+    procs = [ctx.Process(target=_client_process, args=(srv.base_url, key, jobs[n::clients], go, report))
+             for n in range(clients)]
+    for proc in procs:
+        proc.start()
+    for _ in procs:  # the clients import httpx and connect; none starts before all are ready
+        report.get(timeout=120)
+    started = time.monotonic()
+    go.set()
+    ends, cpu = [], 0.0
+    for _ in procs:
+        end, used, throttled = report.get(timeout=600)
+        ends.append(end)
+        cpu += used
+        THROTTLED["count"] += throttled
+    for proc in procs:
+        proc.join()
+    return SharedRun(max(ends) - started, cpu)
 
 
 def cpu_seconds(pid: int) -> tuple[float, float]:
@@ -199,16 +229,6 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
         except psutil.NoSuchProcess:
             pass
     return own, children
-
-
-def run_clients(clients: int, work: Callable[[], None]) -> float:
-    started = time.perf_counter()
-    threads = [threading.Thread(target=work) for _ in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return time.perf_counter() - started
 
 
 def main() -> None:
@@ -237,10 +257,11 @@ def main() -> None:
             for r in range(args.rounds):
                 share = pngs[r::args.rounds]
                 direct_s += direct(share, work / f"direct{r}")
-                before, client_before = cpu_seconds(srv.process.pid), time.process_time()
-                api_s += shared_jobs(srv, key, share, args.clients)
+                before = cpu_seconds(srv.process.pid)
+                run = shared_jobs(srv, key, share, args.clients)
                 after = cpu_seconds(srv.process.pid)
-                client_cpu += time.process_time() - client_before
+                api_s += run.seconds
+                client_cpu += run.client_cpu
                 server_cpu = [total + a - b for total, a, b in zip(server_cpu, after, before, strict=True)]
             table = request_table(srv, key, pngs[0], args.requests)
             events = event_latency(srv, key, pngs[0], 50)
@@ -257,7 +278,7 @@ def main() -> None:
     print(f"per-job overhead (sequential median - direct): {seq_ms - direct_ms:.1f} ms (goal: at most 10)")
     print(f"throughput ratio API/direct: {(n / api_s) / (n / direct_s):.2f} (goal: at least 0.5)")
     print(f"429 answers waited out: {THROTTLED['count']} (goal: 0)")
-    per_job = {"clients (httpx, this process)": client_cpu, "server process (API and workers)": server_cpu[0],
+    per_job = {"clients (httpx, one process each)": client_cpu, "server process (API and workers)": server_cpu[0],
                "conversion children": server_cpu[1]}
     total_ms = sum(per_job.values()) / n * 1000
     cores = psutil.cpu_count() or 1
