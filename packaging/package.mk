@@ -20,7 +20,7 @@ PACKAGE_INPUTS = pyproject.toml $(shell find filekiln localapi desktop converter
 
 package-tools: venv
 	@$(PY) -c "import PyInstaller, _pyinstaller_hooks_contrib" 2>/dev/null || \
-		$(PIP) install --quiet "pyinstaller>=6.10,<7" "pyinstaller-hooks-contrib>=2024.8"
+		$(PIP) install --quiet -c constraints.txt "pyinstaller>=6.10,<7" "pyinstaller-hooks-contrib>=2024.8"
 
 package: package-tools
 	$(PY) packaging/build.py $(PACKAGE_DIST_ARG) $(PACKAGE_ARGS)
