@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -93,6 +94,9 @@ def test_conversions_run_below_the_service_priority(server: Server, client: http
     child = psutil.Process(job_child(server, job_id))
     service = psutil.Process(server.process.pid)
     assert child.nice() >= service.nice() + 10
+    if hasattr(os, "SCHED_IDLE"):  # Linux: preempted as soon as the service's threads wake
+        assert os.sched_getscheduler(child.pid) == os.SCHED_IDLE
+        assert os.sched_getscheduler(server.process.pid) == os.SCHED_OTHER
     client.post(f"/jobs/{job_id}/cancel")
 
 
