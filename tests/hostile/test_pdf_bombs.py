@@ -297,21 +297,6 @@ def inflated_size(data: bytes) -> int:
     return total
 
 
-def allow_done_past_the_clock(outcome: dict[str, tuple[str, str | None]],
-                              expected: dict[str, tuple[str, str | None]]) -> None:
-    """Let a job the clock should stop have ended DONE instead (``expected`` is changed in place).
-
-    Each of these jobs lexes the bomb for 7.5-8 s here (measured in-process), nearly four times the
-    timeout. Alone, every one of them ends in the timeout. In whole-suite runs the supervisor's deadline
-    has been seen to act late: its 0.1 s waits for the child's messages stretched to some 3 s while a
-    heavy conversion ran, and a child that got through the bomb meanwhile sent Done first. Either is an
-    end within the limits (the caller bounds every job's run time), which is what these tests are for.
-    """
-    for name, want in expected.items():
-        if want == ("FAILED", "timeout") and outcome.get(name) == ("DONE", None):
-            expected[name] = ("DONE", None)
-
-
 def test_the_bomb_samples_are_small_and_inflate_to_gigabytes() -> None:
     started = time.monotonic()
     assert len(flate_bomb_pdf("content", CONTENT_BOMB, 3)) < 50_000
@@ -341,7 +326,6 @@ def test_content_stream_flate_bomb_fails_within_the_timeout_and_memory_cap(
                 "pdf-compress": ("FAILED", "timeout"), "pdf-metadata": ("DONE", None),
                 "pdf-redact": ("FAILED", "timeout"), "pdf-sanitize": ("DONE", None),
                 "pdf-to-pdfa": ("FAILED", "timeout"), "pdf-verify-signatures": ("FAILED", "not_signed")}
-    allow_done_past_the_clock(outcome, expected)
     assert outcome == expected, ended
     for job in ended:
         # The clock stops it after BOMB_TIMEOUT; the slack covers the kill and the bookkeeping, also on a
@@ -396,7 +380,6 @@ def test_compare_and_sign_get_through_the_bombs(capped: tuple[Server, httpx.Clie
     outcome = {job["tool"]: (job["status"], job["errorCode"]) for job in ended}
     # signing never reads the page content; comparing reads its text, and the clock stops it
     expected = {"pdf-compare": ("FAILED", "timeout"), "pdf-sign": ("DONE", None)}
-    allow_done_past_the_clock(outcome, expected)
     assert outcome == expected, ended
     assert peak_child < BOUNDED, f"a conversion child reached {peak_child >> 20} MiB"
     signed = upload(client, "signed-bomb.pdf", download(client, ids["pdf-sign"]))["id"]

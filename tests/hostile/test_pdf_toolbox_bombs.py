@@ -16,7 +16,6 @@ from tests.hostile.test_pdf_bombs import (
     BOUNDED,
     CONTENT_BOMB,
     GiB,
-    allow_done_past_the_clock,
     assert_service_still_works,
     assert_work_dirs_removed,
     capped,  # noqa: F401 - a fixture
@@ -141,7 +140,6 @@ def test_content_stream_bomb_ends_every_toolbox_job_within_the_timeout_and_memor
     # its compression-bomb ratio at once, and the job says why
     expected.update(dict.fromkeys([label("pdf-scale", {}, "pdf"), label("pdf-n-up", {"pagesPerSheet": 4}, "pdf"),
                                    label("pdf-booklet", {}, "pdf")], ("FAILED", "unsafe_input")))
-    allow_done_past_the_clock(done, expected)  # see there: the clock has been seen to act late
     assert done == expected, ended
     for job in ended:
         assert run_seconds(job) < BOMB_TIMEOUT + 45, job
