@@ -45,9 +45,8 @@ def clip(tmp_path_factory: pytest.TempPathFactory) -> bytes:
 
 @pytest.fixture(scope="module")
 def long_clip(tmp_path_factory: pytest.TempPathFactory) -> bytes:
-    """15 s of clip: x264 takes the first frames into its lookahead at once, so the input's position (the
-    progress) runs ahead for a second and then moves with the encoding, some 4 s here. On 5 s of clip
-    that leaves one or two progress reports on a fast machine; on 15 s, a dozen."""
+    """15 s of clip: its encode (some 4-5 s here) reports progress a dozen times, every 0.25 s as the
+    video is written, so the test sees several progress events even on a fast machine."""
     folder = tmp_path_factory.mktemp("long-clip")
     return media_samples.write_clip(folder / "clip.mp4", "mp4", seconds=15.0, size=(320, 240)).read_bytes()
 

@@ -14,6 +14,7 @@ from PIL import Image
 
 from converters.base import Cancelled, Context, ConversionError, InputFile
 from converters.catalogue import load_catalogue
+from converters.engines.media.pipeline import PacketGate
 from converters.inputs.sniff import sniff
 from tests.conftest import MachineDelays
 from tests.converters import media_samples as samples_mod
@@ -241,6 +242,33 @@ def test_progress_is_reported_at_least_every_second(samples: Path, tmp_path: Pat
     # a second between reports, not counting the time the machine held every process back
     gaps = [(b - a - machine.lost(a, b), b - a) for a, b in zip([began, *stamps], [*stamps, ended], strict=True)]
     assert max(own for own, _ in gaps) < 1.0, gaps
+
+
+def test_progress_follows_what_the_encoder_wrote(samples: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """x264 with lookahead takes in seconds of frames before it writes one: a report never runs ahead of
+    the video written so far (the read position reached 80 % while under 10 % was written), and the
+    reports go on through the encoder's flush."""
+    written = [0.0]  # seconds of video muxed so far
+    mux = PacketGate.mux
+
+    def watched(gate: PacketGate, packets: Any) -> None:
+        for packet in packets:  # one by one, as they come: the encoder's flush hands them over lazily
+            if packet.stream.type == "video" and packet.pts is not None and gate._waiting == 0:
+                written[0] = max(written[0], float((packet.pts + (packet.duration or 0)) * packet.time_base))
+            mux(gate, [packet])
+
+    monkeypatch.setattr(PacketGate, "mux", watched)
+    reports: list[tuple[float, float]] = []
+    tool = load_catalogue().get("video-convert")
+    assert tool is not None
+    ctx = video_context(samples / "long.mp4", tmp_path, "mp4", lambda f: reports.append((f, written[0] / 20.0)),
+                        lambda: False, videoCodec="h264", preset="slow")
+    tool.run(ctx)
+    assert reports[-1][0] == 1.0
+    during = [fraction for fraction, _ in reports[:-1]]
+    assert during == sorted(during) and len(set(during)) >= 3, reports
+    assert all(fraction <= done + 0.01 for fraction, done in reports[:-1]), reports
 
 
 def test_cancel_during_the_encode_stops_it_at_once_and_leaves_no_file(samples: Path, tmp_path: Path) -> None:

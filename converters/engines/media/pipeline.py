@@ -10,7 +10,7 @@ plain ``(name, args)`` lists so each tool states its processing in one place.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Protocol
@@ -35,7 +35,8 @@ class Ticker:
     """Reports progress from media timestamps and checks for cancel.
 
     Progress goes out at most every ``PROGRESS_INTERVAL`` seconds of wall time (so
-    at least every second on long files); cancel is checked on every call.
+    at least every second on long files); cancel is checked on every call. It follows
+    what was read, or (``follow_output``) what an encoder has written.
     """
 
     def __init__(self, ctx: Context, progress: Callable[[float], None], window: Window) -> None:
@@ -43,11 +44,32 @@ class Ticker:
         self._progress = progress
         self._window = window
         self._last = 0.0
+        self._following = False
+        self._written = window.start  # how far the output goes, on the input's timeline
+
+    def follow_output(self) -> None:
+        """Take progress from :meth:`written`, not from the reading.
+
+        A video encoder with lookahead (x264, x265, SVT-AV1) takes in seconds of frames before it
+        writes one: the read position races ahead (78 % within the first quarter of a short
+        x264 job, measured), then the encoder's flush runs on without a report.
+        """
+        self._following = True
 
     def __call__(self, t: float | None) -> None:
+        """Input read up to ``t`` (seconds, the input's timeline)."""
         self._ctx.check_cancelled()
+        self._report(self._written if self._following else t)  # following: while the encoder fills up, 0
+
+    def written(self, t: float) -> None:
+        """Output written up to ``t`` (seconds from the output's start)."""
+        self._ctx.check_cancelled()
+        self._written = self._window.start + t
+        self._report(self._written)
+
+    def _report(self, t: float | None) -> None:
         now = time.monotonic()
-        if now - self._last >= PROGRESS_INTERVAL:
+        if t is not None and now - self._last >= PROGRESS_INTERVAL:
             self._last = now
             self._progress(self._window.fraction(t))
 
@@ -229,19 +251,28 @@ class PacketGate:
         self._out = out
         self._waiting = waiting
         self._held: list[Packet] = []
+        self._followed: tuple[Stream, Ticker] | None = None
 
-    def mux(self, packets: list[Packet]) -> None:
+    def follow(self, stream: Stream, ticker: Ticker) -> None:
+        """Tell ``ticker`` how far output ``stream`` has been written (see :meth:`Ticker.follow_output`)."""
+        ticker.follow_output()
+        self._followed = (stream, ticker)
+
+    def mux(self, packets: Iterable[Packet]) -> None:
         if self._waiting:
             self._held.extend(packets)
-        else:
-            self._out.mux(packets)
+            return
+        for packet in packets:
+            self._out.mux_one(packet)
+            if self._followed is not None and packet.stream is self._followed[0] and packet.pts is not None:
+                self._followed[1].written(float(packet.pts * packet.time_base))
 
     def ready(self) -> None:
         """One more stream is configured; when all are, release what was held."""
         self._waiting -= 1
         if not self._waiting:
-            self._out.mux(self._held)
-            self._held = []
+            held, self._held = self._held, []
+            self.mux(held)
 
 
 class Encoder(Protocol):
@@ -330,7 +361,7 @@ def run_streams(
     container: InputContainer,
     jobs: dict[Any, StreamJob],
     window: Window,
-    progress: Callable[[float], None],
+    progress: Callable[[float], None] | Ticker,
     errors: list[str],
 ) -> dict[int, int]:
     """Demux once, feeding each stream's packets to its job; returns output frames or packets per stream index.
@@ -339,9 +370,10 @@ def run_streams(
     delay); progress and cancel are checked on every packet. ``errors`` collects what
     the demuxer and decoders rejected. The first stream in ``jobs`` is the main one:
     when it produced nothing the job fails (``empty_media`` or ``damaged_input``); a
-    secondary stream (a silent soundtrack) may come out empty.
+    secondary stream (a silent soundtrack) may come out empty. ``progress`` is a callback,
+    or a :class:`Ticker` already set up (one that follows an encoder's output).
     """
-    ticker = Ticker(ctx, progress, window)
+    ticker = progress if isinstance(progress, Ticker) else Ticker(ctx, progress, window)
     by_index = {stream.index: job for stream, job in jobs.items()}
     counts = dict.fromkeys(by_index, 0)
     seek_to(container, window)

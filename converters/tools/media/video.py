@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -41,6 +41,7 @@ from converters.engines.media.pipeline import (
     Geometry,
     PacketGate,
     StreamJob,
+    Ticker,
     Transcoder,
     build_chain,
     run_streams,
@@ -52,6 +53,7 @@ from converters.tools.media.audio import AudioEncoder, AudioParams, AudioTarget,
 if TYPE_CHECKING:
     from av.audio.stream import AudioStream
     from av.container import InputContainer, OutputContainer
+    from av.packet import Packet
     from av.video.stream import VideoStream
 
 Preset = Literal["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"]
@@ -259,10 +261,22 @@ class VideoEncoder:
             self._chain = self._configure(frame)
         return self._encode(self._chain.push(frame))
 
+    @property
+    def stream(self) -> VideoStream:
+        """The output stream it writes."""
+        return self._stream
+
     def flush(self) -> int:
         count = self._encode(self._chain.push(None)) if self._chain is not None else 0
-        self._gate.mux(self._stream.encode(None))
+        # packet by packet as the encoder lets them go: its lookahead's frames are encoded here, for
+        # up to half the job, and progress follows each one written
+        self._gate.mux(self._drained())
         return count
+
+    def _drained(self) -> Iterator[Packet]:
+        for packet in self._stream.codec_context.encode_lazy(None):
+            packet.stream = self._stream  # what Stream.encode does for the packets it returns
+            yield packet
 
     def _configure(self, frame: Any) -> Chain:
         import av
@@ -340,11 +354,13 @@ def _write(ctx: Context, container: InputContainer, final: Path, spec: Container
         out.metadata.update(source_tags(container))
         carry_chapters(container, out, window)
         gate = PacketGate(out, waiting=1 if chosen.video is not None else 0)
+        ticker = Ticker(ctx, progress, window)
         jobs: dict[Any, StreamJob] = {}
         if chosen.video is None:
             jobs[vstream] = Copier(gate, vstream, out.add_stream_from_template(vstream), window)
         else:
             encoder = VideoEncoder(gate, out, chosen.video, vstream, params, window, spec.muxer)
+            gate.follow(encoder.stream, ticker)
             jobs[vstream] = Transcoder(vstream, encoder, errors)
         if astream is not None:
             if chosen.audio is None:
@@ -354,7 +370,7 @@ def _write(ctx: Context, container: InputContainer, final: Path, spec: Container
                 settings = resolve_settings(target, astream, AudioParams(bitrate=params.audio_bitrate))
                 audio = AudioEncoder(gate, out, settings, window, alone=False)
                 jobs[astream] = Transcoder(astream, audio, errors)
-        run_streams(ctx, container, jobs, window, progress, errors)
+        run_streams(ctx, container, jobs, window, ticker, errors)
 
 
 class VideoConvertTool(Tool):
