@@ -37,6 +37,7 @@ COPIES_AUDIO = {
 }
 SNIFFED = {"mp4": "mp4", "webm": "webm", "mkv": "mkv", "mov": "mov"}
 SIZE = (160, 120)
+LONG_SECONDS = 20.0  # the length of the samples' long.mp4
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +53,7 @@ def samples(tmp_path_factory: pytest.TempPathFactory) -> Path:
     samples_mod.write_clip(folder / "anamorphic.mp4", "mp4", size=SIZE, sar=Fraction(2, 1))
     samples_mod.write_clip(folder / "mute.mp4", "mp4", size=SIZE, audio=False)
     samples_mod.write_clip(folder / "radio.webm", "webm", video=False)
-    samples_mod.write_clip(folder / "long.mp4", "mp4", seconds=20.0, size=(320, 240))
+    samples_mod.write_clip(folder / "long.mp4", "mp4", seconds=LONG_SECONDS, size=(320, 240))
     samples_mod.write_truncated(folder / "clip.mp4", folder / "cut.mp4", keep=0.5)
     return folder
 
@@ -262,7 +263,7 @@ def test_progress_follows_what_the_encoder_wrote(samples: Path, tmp_path: Path,
     reports: list[tuple[float, float]] = []
     tool = load_catalogue().get("video-convert")
     assert tool is not None
-    ctx = video_context(samples / "long.mp4", tmp_path, "mp4", lambda f: reports.append((f, written[0] / 20.0)),
+    ctx = video_context(samples / "long.mp4", tmp_path, "mp4", lambda f: reports.append((f, written[0] / LONG_SECONDS)),
                         lambda: False, videoCodec="h264", preset="slow")
     tool.run(ctx)
     assert reports[-1][0] == 1.0

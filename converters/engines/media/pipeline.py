@@ -51,7 +51,7 @@ class Ticker:
         """Take progress from :meth:`written`, not from the reading.
 
         A video encoder with lookahead (x264, x265, SVT-AV1) takes in seconds of frames before it
-        writes one: the read position races ahead (78 % within the first quarter of a short
+        writes one: the read position races ahead (80 % within the first fifth of a short
         x264 job, measured), then the encoder's flush runs on without a report.
         """
         self._following = True
