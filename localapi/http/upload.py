@@ -44,8 +44,9 @@ class Upload:
 
 
 async def receive_upload(request: Request, store: FileStore, limit: int,
-                         keep: Callable[[UploadSink, str], Any] | None = None) -> Upload:
+                         keep: Callable[[UploadSink, str], Any] | None = None, *, hashed: bool = False) -> Upload:
     """Read a multipart body with one file part named ``file``; raise problems on bad input.
+    ``hashed``: take the file's SHA-256 on the way (``upload.sink.sha256``).
 
     ``keep(sink, filename)`` (e.g. taking the file into the store) runs on the thread that writes the
     last bytes, right after them: a small upload costs one hop off the event loop, not three."""
@@ -94,12 +95,12 @@ async def receive_upload(request: Request, store: FileStore, limit: int,
         if current.name == "file":
             if sink is not None:
                 raise BadRequest("Send exactly one part named 'file'.", code="malformed_request")
-            sink = store.new_sink(limit)
+            sink = store.new_sink(limit, hashed=hashed)
             filename = current.filename or "upload"
 
     def on_part_data(data: bytes, start: int, end: int) -> None:
         if current.name == "file":
-            pending.extend(data[start:end])
+            pending.extend(memoryview(data)[start:end])  # one copy, not two
         else:
             field_value.extend(data[start:end])
             if len(field_value) > MAX_FIELD_BYTES:

@@ -33,7 +33,7 @@ def file_out(f: StoredFile) -> FileRefOut:
                       format=f.format, createdAt=iso(f.created_at), expiresAt=iso(f.expires_at))  # type: ignore[arg-type]
 
 
-def upload_hash(sha256: str, sent_name: str) -> str:
+def upload_hash(sha256: str | None, sent_name: str) -> str:
     """What makes two uploads the same request: their content and the name the store keeps of the one
     sent (``display_name``), so that a name it cut or cleaned is the same name in a retry."""
     return request_hash("POST /files", [sha256, display_name(sent_name)])
@@ -67,15 +67,15 @@ async def upload_file(
         if replay is None:
             replay = await _run_blocking(service.idempotency.begin, key.id, idempotency_key, None)
         if replay is not None:
-            upload = await receive_upload(request, service.files, limit)
+            upload = await receive_upload(request, service.files, limit, hashed=True)
             upload.sink.discard()
-            service.idempotency.check_same(replay, upload_hash(upload.sink.hash.hexdigest(), upload.filename))
+            service.idempotency.check_same(replay, upload_hash(upload.sink.sha256, upload.filename))
             return JSONResponse(replay.body, status_code=replay.status_code, headers={"Idempotent-Replayed": "true"})
     def keep(sink: UploadSink, filename: str) -> StoredFile:
-        return service.files.add(sink.path, filename, key_id=key.id, kind="upload", sha256=sink.hash.hexdigest())
+        return service.files.add(sink.path, filename, key_id=key.id, kind="upload", sha256=sink.sha256)
 
     try:
-        upload = await receive_upload(request, service.files, limit, keep)
+        upload = await receive_upload(request, service.files, limit, keep, hashed=bool(idempotency_key))
         stored: StoredFile = upload.kept
     except BaseException:
         if idempotency_key:
@@ -84,7 +84,7 @@ async def upload_file(
     body = file_out(stored).model_dump(mode="json")
     if idempotency_key:
         await _run_blocking(service.idempotency.complete, key.id, idempotency_key, 201, body,
-                            upload_hash(upload.sink.hash.hexdigest(), upload.filename))
+                            upload_hash(upload.sink.sha256, upload.filename))
     return JSONResponse(body, status_code=201)
 
 
