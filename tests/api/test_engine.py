@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
@@ -98,6 +99,31 @@ def test_conversions_run_below_the_service_priority(server: Server, client: http
         assert os.sched_getscheduler(child.pid) == os.SCHED_IDLE
         assert os.sched_getscheduler(server.process.pid) == os.SCHED_OTHER
     client.post(f"/jobs/{job_id}/cancel")
+
+
+def test_a_warm_child_is_recorded_by_the_claim_itself(server: Server, client: httpx.Client) -> None:
+    """A worker with a warm child takes it before claiming the job: the claim records the child (its pid,
+    and 1 %), so the job's events are queued, processing, done, with no write of its own for the start."""
+    from tests.conftest import png_bytes
+
+    job_ids = []
+    for n in range(4):  # the first jobs may meet children still starting
+        ref = upload(client, f"w{n}.png", png_bytes(color=(n, 90, 160)))
+        job = client.post("/jobs", params={"wait": 30}, json={"tool": "image-convert", "inputFileIds": [ref["id"]],
+                                                               "outputFormat": "webp"}).json()
+        assert job["status"] == "DONE", job
+        job_ids.append(job["id"])
+    db = server.database()
+    try:
+        last = job_ids[-1]
+        events = db.all("select type, job from job_events where job_id = ? order by seq", last)
+        child_pid = db.one("select child_pid from jobs where id = ?", last)["child_pid"]
+    finally:
+        db.close()
+    assert [e["type"] for e in events] == ["job.created", "job.queued", "job.processing", "job.done"]
+    assert json.loads(events[2]["job"])["progress"] == 1
+    children = psutil.Process(server.process.pid).children(recursive=True)
+    assert child_pid in [c.pid for c in children]  # the child that ran it, kept warm for the next job
 
 
 def test_cancel_of_queued_job(tmp_path: Path, slow_pdf: bytes) -> None:

@@ -95,17 +95,21 @@ class JobEvent:
 _made = threading.local()  # the events recorded by this thread's open change (EventFeed.changing)
 
 
-def append(conn: Connection, job_id: str, event_type: str) -> None:
-    """Record ``event_type`` for ``job_id`` with a snapshot of its row; call inside the changing transaction."""
+def append(conn: Connection, job_id: str, *event_types: str) -> Job | None:
+    """Record ``event_types`` for ``job_id``, in order, with a snapshot of its row; call inside the changing
+    transaction. Returns the snapshot (None: no such job)."""
     row = conn.execute("select * from jobs where id = ?", (job_id,)).fetchone()
     if row is None:
-        return
+        return None
     job = Job.from_row(row)
     created = now()
     # vars(): the row's fields as they are (strings, numbers, lists of ids, params); asdict would deep-copy them
-    seq = conn.execute("insert into job_events (job_id, key_id, type, job, created_at) values (?, ?, ?, ?, ?)"
-                       " returning seq", (job.id, job.key_id, event_type, json.dumps(vars(job)), created)).fetchone()[0]
-    _made_event(seq, event_type, job, created)
+    snapshot = json.dumps(vars(job))
+    for event_type in event_types:
+        seq = conn.execute("insert into job_events (job_id, key_id, type, job, created_at) values (?, ?, ?, ?, ?)"
+                           " returning seq", (job.id, job.key_id, event_type, snapshot, created)).fetchone()[0]
+        _made_event(seq, event_type, job, created)
+    return job
 
 
 def append_workflow(conn: Connection, workflow: Workflow, event_type: str) -> None:

@@ -188,6 +188,26 @@ class ChildPool:
             self.fill()
         return taken
 
+    def take_warm(self) -> Child | None:
+        """A child that has said Ready, or None: for a worker about to claim a job, which the claim then
+        records as the child's (see :meth:`put_back` for a claim that found no job)."""
+        with self._lock:
+            for n, child in enumerate(self._idle):
+                if child.ready and child.alive():
+                    del self._idle[n]
+                    self._busy += 1
+                    return child
+        return None
+
+    def put_back(self, child: Child) -> None:
+        """Return a child from :meth:`take_warm` that was given no job."""
+        with self._lock:
+            self._busy = max(self._busy - 1, 0)
+            if not self._closed:
+                self._idle.insert(0, child)
+                return
+        child.close()
+
     def give_back(self, child: Child | None) -> None:
         """Return a lent child after its job (None: it was closed); a healthy one serves again."""
         with self._lock:
@@ -222,17 +242,22 @@ def run_supervised(
     on_tick: Callable[[], None] = lambda: None,
     pool: ChildPool | None = None,
     on_start: Callable[[int], None] = lambda pid: None,
+    child: Child | None = None,
 ) -> Outcome:
     """Run ``spec`` in a child process and wait for its answer, reporting progress as it comes.
 
-    Without a pool the child is started here (from the calling thread, which outlives the job)
-    and its stderr goes to ``log_path``.
+    ``child``: one the caller took from ``pool`` already (:meth:`ChildPool.take_warm`), and recorded;
+    else one is taken from the pool, or without a pool started here (from the calling thread, which
+    outlives the job, its stderr going to ``log_path``), and ``on_start`` is told its pid.
     """
-    child = pool.take() if pool is not None else None
+    assigned = child is not None
+    if child is None:
+        child = pool.take() if pool is not None else None
     if child is None:
         child = Child(log_path) if pool is None else pool.new_child()
     child.send(spec)  # the child starts at once; the supervisor records it meanwhile
-    on_start(child.pid)
+    if not assigned:
+        on_start(child.pid)
     outcome, reuse = _supervise(child, timeout, on_progress, should_cancel, on_tick)
     if outcome.status == JobStatus.FAILED and outcome.error_code in ("engine_error", "engine_crashed"):
         log.warning("conversion child %d failed (%s); its last output:\n%s", child.pid, outcome.message,

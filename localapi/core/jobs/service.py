@@ -121,9 +121,9 @@ class JobService:
              json.dumps(list(input_file_ids)), t, t, webhook_url,
              self.sealer.seal({name: revealed[name] for name in model.secret_names()}), tag, workflow_id, step),
         )
-        append(conn, job_id, CREATED)
-        append(conn, job_id, TYPE_OF_STATUS[JobStatus.QUEUED])
-        return Job.from_row(conn.execute("select * from jobs where id = ?", (job_id,)).fetchone())
+        job = append(conn, job_id, CREATED, TYPE_OF_STATUS[JobStatus.QUEUED])
+        assert job is not None  # inserted just now, in this transaction
+        return job
 
     def retry(self, job_id: str, caller: Caller, params: dict[str, Any] | None = None) -> Job:
         """Run a FAILED or CANCELED job again as a new job: same tool, inputs, output format, tag and

@@ -27,7 +27,7 @@ from localapi.core.files import FileStore, StoredFile
 from localapi.core.jobs.events import PROGRESS, TYPE_OF_STATUS, EventFeed, append
 from localapi.core.jobs.messages import InputSpec, JobSpec
 from localapi.core.jobs.records import Job
-from localapi.core.jobs.runner import ChildPool, Outcome, run_supervised
+from localapi.core.jobs.runner import Child, ChildPool, Outcome, run_supervised
 from localapi.core.jobs.sealed import ParamsUnreadable, Sealer
 from localapi.core.jobs.workdirs import OUT, SPARE, WorkDirs
 from localapi.core.processes import process_identity, process_is_gone
@@ -98,6 +98,28 @@ class EngineSlots:
             engine.stop(self.base / engine.name / f"slot-{n}")
 
 
+class ChildLease:
+    """A warm conversion child taken from the pool before a claim: the job's, once its supervisor
+    :meth:`take` s it; back in the pool on :meth:`release` if no job did."""
+
+    def __init__(self, pool: ChildPool | None) -> None:
+        self.pool = pool
+        self.child = pool.take_warm() if pool is not None else None
+
+    @property
+    def pid(self) -> int | None:
+        return self.child.pid if self.child is not None else None
+
+    def take(self) -> Child | None:
+        child, self.child = self.child, None
+        return child
+
+    def release(self) -> None:
+        child = self.take()
+        if child is not None and self.pool is not None:
+            self.pool.put_back(child)
+
+
 class JobWorker:
     """Runs queued jobs: one call of :meth:`run_next` per message the queue hands a worker thread."""
 
@@ -145,22 +167,29 @@ class JobWorker:
         A queue message means "a job is waiting", not which one: the job table decides, so one key's
         thousand queued jobs do not make another key's job wait behind them all.
         """
-        job_id = self._claim_next()
-        if job_id is None:
-            return None
+        # A warm child taken now is recorded by the claim itself (its pid, and 1 %: the job has its
+        # child): one write and one event fewer than recording it once the job has started.
+        lease = ChildLease(self.children)
         try:
-            return self._run_claimed(job_id, stopping)
+            job = self._claim_next(lease.pid)
+            if job is None:
+                return None
+            try:
+                return self._run_claimed(job, stopping, lease)
+            finally:
+                if self.settings.max_running_per_key:
+                    self._wake_if_waiting()  # a job its key's cap held back may run now
         finally:
-            if self.settings.max_running_per_key:
-                self._wake_if_waiting()  # a job its key's cap held back may run now
+            lease.release()
 
-    def _claim_next(self) -> str | None:
+    def _claim_next(self, child_pid: int | None = None) -> Job | None:
         """Claim the next job, fairly between callers (each key, and the desktop and CLI as one more).
 
         The caller with the fewest running jobs goes first, then the one this process served least
         recently (round robin), then the one whose job has waited longest; callers at their cap of
         running jobs (``max_running_per_key``) wait. Within a caller, jobs run in the order made. Jobs of
-        the tools this process leaves to others (``excluded``) are not looked at.
+        the tools this process leaves to others (``excluded``) are not looked at. ``child_pid``: the
+        conversion child the job will run in, when the worker has one already. Returns the job as claimed.
         """
         cap = self.settings.max_running_per_key
         excluded = self.excluded
@@ -181,12 +210,12 @@ class JobWorker:
                                " order by created_at, id limit 1", (JobStatus.QUEUED, key_id, *excluded)).fetchone()
             t = now()
             conn.execute(
-                "update jobs set status = ?, started_at = ?, updated_at = ?, progress = 0, attempts = attempts + 1,"
-                " worker = ?, heartbeat_at = ? where id = ?",
-                (JobStatus.PROCESSING, t, t, self.identity, t, row["id"]))
-            append(conn, row["id"], TYPE_OF_STATUS[JobStatus.PROCESSING])
-        job_id: str = row["id"]
-        return job_id
+                "update jobs set status = ?, started_at = ?, updated_at = ?, progress = ?, attempts = attempts + 1,"
+                " worker = ?, heartbeat_at = ?, child_pid = ? where id = ?",
+                (JobStatus.PROCESSING, t, t, 0 if child_pid is None else 1, self.identity, t, child_pid, row["id"]))
+            job = append(conn, row["id"], TYPE_OF_STATUS[JobStatus.PROCESSING])
+        assert job is not None  # claimed just now, in this transaction
+        return job
 
     def _wake_if_waiting(self) -> None:
         row = self.db.one("select id from jobs where status = ? limit 1", JobStatus.QUEUED)
@@ -195,9 +224,8 @@ class JobWorker:
 
     # ---- one job ----
 
-    def _run_claimed(self, job_id: str, stopping: Callable[[], bool]) -> JobStatus | None:
+    def _run_claimed(self, job: Job, stopping: Callable[[], bool], lease: ChildLease) -> JobStatus | None:
         """Run a job this worker has claimed to its end; returns the final status."""
-        job = self._load(job_id)
         tool = self.catalogue.get(job.tool)
         work = self.work_dirs.take(job.id)
         out_dir = work / OUT
@@ -206,7 +234,7 @@ class JobWorker:
             if tool is None:
                 outcome = Outcome(JobStatus.FAILED, "unknown_tool", f"The tool {job.tool} is no longer installed.")
             else:
-                outcome = self._run(job, tool, out_dir, work / "child.log", stopping)
+                outcome = self._run(job, tool, out_dir, work / "child.log", stopping, lease)
             match outcome.status:
                 case JobStatus.DONE:
                     ended = self._finish_done(job, out_dir, work, outcome.notes)
@@ -232,7 +260,7 @@ class JobWorker:
 
     def _load(self, job_id: str) -> Job:
         row = self.db.one("select * from jobs where id = ?", job_id)
-        assert row is not None  # just claimed; a delete cancels first, and a canceled job is not claimed
+        assert row is not None  # just failed here (recover), and a delete cancels first
         return Job.from_row(row)
 
     def spec_for(self, job: Job, tool: Tool, out_dir: Path, slots: dict[str, str]) -> JobSpec:
@@ -249,12 +277,13 @@ class JobWorker:
                        models_dir=str(self.settings.models_dir), settings=dict(self.settings.tool_settings),
                        slots=slots, memory_limit_mb=self.settings.memory_limit_mb)
 
-    def _run(self, job: Job, tool: Tool, out_dir: Path, log_path: Path, stopping: Callable[[], bool]) -> Outcome:
+    def _run(self, job: Job, tool: Tool, out_dir: Path, log_path: Path, stopping: Callable[[], bool],
+             lease: ChildLease) -> Outcome:
         slot = self.slots.borrow() if tool.resident else None
         outcome = Outcome(JobStatus.FAILED)
         try:
             spec = self.spec_for(job, tool, out_dir, self.slots.dirs(slot, tool) if slot is not None else {})
-            outcome = self._supervise(job, tool, spec, log_path, stopping)
+            outcome = self._supervise(job, tool, spec, log_path, stopping, lease)
         finally:
             self.slots.give_back(slot, tool, clean=outcome.status == JobStatus.DONE)
         names = {i.path: i.name for i in spec.inputs}
@@ -263,8 +292,9 @@ class JobWorker:
             notes=[self.public(note, names) for note in outcome.notes])
 
     def _supervise(self, job: Job, tool: Tool, spec: JobSpec, log_path: Path,
-                   stopping: Callable[[], bool]) -> Outcome:
-        state = {"progress": 0, "written": 0.0}
+                   stopping: Callable[[], bool], lease: ChildLease) -> Outcome:
+        child = lease.take()
+        state = {"progress": 0 if child is None else 1, "written": 0.0 if child is None else now()}
 
         def on_progress(fraction: float) -> None:
             value = max(state["progress"], min(99, 1 + int(fraction * 98)))
@@ -300,7 +330,7 @@ class JobWorker:
         return run_supervised(spec, log_path=log_path,
                               timeout=self.settings.tool_timeouts.get(tool.id, tool.timeout_seconds),
                               on_progress=on_progress, should_cancel=should_cancel, on_tick=heartbeat,
-                              pool=self.children, on_start=started)
+                              pool=self.children, on_start=started, child=child)
 
     def public(self, text: str, names: dict[str, str]) -> str:
         """An engine's words without the data dir's layout: stored inputs by their names, other paths elided."""
