@@ -99,8 +99,8 @@ class EngineSlots:
 
 
 class ChildLease:
-    """A warm conversion child taken from the pool before a claim: the job's, once its supervisor
-    :meth:`take` s it; back in the pool on :meth:`release` if no job did."""
+    """A warm conversion child taken from the pool before a claim. The claimed job's supervisor takes
+    it (:meth:`take`); if no job did, :meth:`release` puts it back in the pool."""
 
     def __init__(self, pool: ChildPool | None) -> None:
         self.pool = pool
