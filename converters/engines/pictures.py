@@ -15,7 +15,8 @@ with ``input_too_large`` instead of taking the worker's memory.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -95,6 +96,32 @@ def register_plugins(fmt: str | None = None) -> None:
         pillow_heif.register_avif_opener()
 
 
+@contextmanager
+def pillow_pixel_limit(limit: int | None) -> Iterator[None]:
+    """Pillow's own bomb check (``Image.MAX_IMAGE_PIXELS``) at ``limit`` for the ``with`` block, its
+    warnings silenced (Pillow warns past the limit and raises past twice it; the caller refuses at the
+    limit itself), then put back. ``None``: no check, for an ``open()`` (which reads the header only)
+    whose size the caller checks itself, in its own words.
+
+    The value is process-wide, and a conversion child runs job after job: a tool that left it at
+    ``None`` would leave every later job in that process without the check, which is all that stands
+    between an image nested in another (an ICNS icon's PNG, decoded only on ``load()``) and a
+    decompression bomb taking all the memory there is.
+    """
+    import warnings
+
+    from PIL import Image
+
+    before = Image.MAX_IMAGE_PIXELS
+    Image.MAX_IMAGE_PIXELS = limit
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            yield
+    finally:
+        Image.MAX_IMAGE_PIXELS = before
+
+
 def open_image(
     path: Path, fmt: str, limit: int, raw: Development | None = None, notes: list[str] | None = None
 ) -> Image.Image:
@@ -103,8 +130,6 @@ def open_image(
     SVG is rendered, camera RAW developed (as ``raw`` says) and a Photoshop document flattened here, each
     after its own size check; ``notes`` hears what the flattening left out.
     """
-    import warnings
-
     from PIL import Image, UnidentifiedImageError
 
     if fmt in VECTOR_FORMATS:
@@ -114,20 +139,15 @@ def open_image(
     if fmt in PHOTOSHOP_FORMATS:
         return photoshop.flattened(path, limit, notes)
     register_plugins(fmt)
-    # Pillow checks for bombs in open() only; for that call its limit follows ours (it errors at twice
-    # the limit, we refuse at the limit), then the process-wide value is put back for other code.
-    pillow_limit = Image.MAX_IMAGE_PIXELS
-    Image.MAX_IMAGE_PIXELS = limit
+    # Pillow checks for bombs in open(); for that call its limit follows ours (it errors at twice the
+    # limit, we refuse at the limit), then the process-wide value is put back for other code.
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        with pillow_pixel_limit(limit):
             image = Image.open(path)
     except Image.DecompressionBombError:
         raise ConversionError("input_too_large", f"The image is over the {limit / 1e6:.0f}-megapixel limit.") from None
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError, RuntimeError) as exc:  # RuntimeError: libheif
         raise ConversionError("damaged_input", f"The image cannot be read: {exc}") from None
-    finally:
-        Image.MAX_IMAGE_PIXELS = pillow_limit
     width, height = image.size
     if width * height > limit:
         image.close()

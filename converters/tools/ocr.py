@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from pydantic import Field, field_validator
 
 from converters.base import Context, ConversionError, Engine, InputFile, ModelUse, Params, Tool, ToolEnv, atomic_output
+from converters.engines.pictures import pillow_pixel_limit
 from converters.inputs.limits import DEFAULT_PAGE_LIMIT, PRECHECK_MAX_BYTES, page_limit
 
 IMAGE_FORMATS = ("png", "jpg", "tiff")
@@ -160,13 +161,17 @@ def _image_frames(path: Path, limits: OcrLimits) -> Iterator[Any]:
     """Each frame of an image (several for a multi-page TIFF), checked against the pixel limits."""
     from PIL import Image, UnidentifiedImageError
 
-    Image.MAX_IMAGE_PIXELS = None  # our own limit below; Pillow's bomb check would raise first
     try:
-        with Image.open(path) as image:
+        with pillow_pixel_limit(None):  # the header only; our own check, below, says what is too large
+            image = Image.open(path)
+        # decoding, of this image and of any nested in it, under Pillow's check at our limit (it raises past twice it)
+        with image, pillow_pixel_limit(limits.pixels):
             for index in range(getattr(image, "n_frames", 1)):
                 image.seek(index)
                 limits.check_pixels(image.width, image.height, f"Page {index + 1}")
                 yield image
+    except Image.DecompressionBombError as exc:  # a frame inside that is larger than the file says
+        raise ConversionError("input_too_large", f"An image inside the file is over the limit: {exc}") from exc
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise ConversionError("damaged_input", f"The image cannot be read: {exc}") from exc
 

@@ -93,6 +93,14 @@ def test_object_stays_opaque_and_background_turns_transparent(tmp_path: Path, al
 
 
 @needs_u2netp
+def test_background_removal_leaves_pillows_bomb_check_as_it_found_it(tmp_path: Path) -> None:
+    """As for OCR: the next job in the same conversion child must still have Pillow's check."""
+    before = Image.MAX_IMAGE_PIXELS
+    run_tool("ai-remove-background", [samples.object_on_background(tmp_path / "disc.png")], tmp_path / "out")
+    assert before == Image.MAX_IMAGE_PIXELS
+
+
+@needs_u2netp
 def test_cut_out_keeps_the_colours_of_the_object(tmp_path: Path) -> None:
     picture = samples.object_on_background(tmp_path / "disc.png")
     run = run_tool("ai-remove-background", [picture], tmp_path / "out")

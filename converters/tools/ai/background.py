@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from converters.base import Context, ConversionError, Engine, InputFile, ModelUse, Params, Tool, ToolEnv, atomic_output
+from converters.engines.pictures import pillow_pixel_limit
 
 MAX_PIXELS = 50_000_000
 ONNXRUNTIME = Engine(
@@ -166,17 +167,20 @@ def open_picture(path: Path) -> Any:
         pillow_heif.register_heif_opener()
     except ImportError:
         pass
-    Image.MAX_IMAGE_PIXELS = None  # our own limit below
     try:
-        image = Image.open(path)
+        with pillow_pixel_limit(None):  # the header only; our own check, below, says what is too large
+            image = Image.open(path)
         if image.width * image.height > MAX_PIXELS:
             raise ConversionError(
                 "input_too_large",
                 f"The image is {image.width}x{image.height}; background removal takes up to "
                 f"{MAX_PIXELS // 1_000_000} megapixels.",
             )
-        image.load()
+        with pillow_pixel_limit(MAX_PIXELS):  # and for any image nested in this one, decoded now
+            image.load()
         return ImageOps.exif_transpose(image)
+    except Image.DecompressionBombError as exc:  # an image inside that is larger than the file says
+        raise ConversionError("input_too_large", f"An image inside the file is over the limit: {exc}") from exc
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise ConversionError("damaged_input", f"The image cannot be read: {exc}") from exc
 
