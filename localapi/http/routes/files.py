@@ -36,6 +36,7 @@ def file_out(f: StoredFile) -> FileRefOut:
 def upload_hash(sha256: str | None, sent_name: str) -> str:
     """What makes two uploads the same request: their content and the name the store keeps of the one
     sent (``display_name``), so that a name it cut or cleaned is the same name in a retry."""
+    assert sha256 is not None, "an idempotent upload is received hashed"
     return request_hash("POST /files", [sha256, display_name(sent_name)])
 
 
