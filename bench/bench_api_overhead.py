@@ -3,9 +3,12 @@
 Prints, all measured in this run on this machine:
 - the per-job overhead of the API path (upload, create-and-wait with the download link, download), sequential, in ms
   over a direct ``tool.run`` of the same conversion (goal: at most 10 ms);
-- the throughput of 4 clients on 2 workers against the direct rate (goal: at least 0.5x). The two are
-  measured in alternating rounds (direct, API, direct, API ...), each round a share of the jobs, so that a
-  machine that slows down or speeds up during the run (other tenants of a VM) weighs on both alike;
+- the throughput of 4 clients on 2 workers against the direct rate (goal: at least 0.5x), and the same
+  4 clients running the same three calls on a bare FastAPI app that converts in its own process (no
+  child, database, keys, queue or events: ``bench/_bare.py``): what any FastAPI server could give on
+  this machine with these clients, and FileKiln's share of it. The three are measured in alternating
+  rounds (direct, API, bare, direct, API, bare ...), each round a share of the jobs, so that a machine
+  that slows down or speeds up during the run (other tenants of a VM) weighs on all alike;
 - the 429 answers waited out (goal: none);
 - a per-request table: each call's median against a bare FastAPI route on uvicorn, started the same way;
 - the event latency: from a job's end (its ``finishedAt``, the server's clock) to a listening SSE client;
@@ -108,10 +111,11 @@ def median_ms(c: httpx.Client, method: str, url: str, n: int, **kwargs: Any) -> 
     return statistics.median(times) * 1000
 
 
-def start_bare() -> tuple[subprocess.Popen[bytes], str]:
+def start_bare(work: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     root = Path(__file__).resolve().parent.parent
-    proc = subprocess.Popen([sys.executable, "-m", "bench._bare", str(port)], cwd=root)
+    work.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "bench._bare", str(port), str(work)], cwd=root)
     base = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -124,14 +128,10 @@ def start_bare() -> tuple[subprocess.Popen[bytes], str]:
     raise RuntimeError("the bare server did not start")
 
 
-def request_table(srv: Server, key: str, png: bytes, n: int) -> list[tuple[str, float]]:
-    bare, bare_base = start_bare()
-    try:
-        with httpx.Client(base_url=bare_base) as b:
-            median_ms(b, "GET", "/ping", 50)
-            rows = [("bare FastAPI route (GET)", median_ms(b, "GET", "/ping", n))]
-    finally:
-        bare.kill()
+def request_table(srv: Server, bare_base: str, key: str, png: bytes, n: int) -> list[tuple[str, float]]:
+    with httpx.Client(base_url=bare_base) as b:
+        median_ms(b, "GET", "/ping", 50)
+        rows = [("bare FastAPI route (GET)", median_ms(b, "GET", "/ping", n))]
     with srv.client(key) as c, httpx.Client(base_url=srv.base_url) as anonymous:
         ref = call(c, "POST", "/files", files={"file": ("t.png", png)}).json()
         job = call(c, "POST", "/jobs", params={"wait": 60},
@@ -191,7 +191,7 @@ def _client_process(base_url: str, key: str, jobs: list[tuple[int, bytes]], go: 
         report.put((time.monotonic(), time.process_time() - cpu, THROTTLED["count"]))
 
 
-def shared_jobs(srv: Server, key: str, pngs: list[bytes], clients: int) -> SharedRun:
+def shared_jobs(base_url: str, key: str, pngs: list[bytes], clients: int) -> SharedRun:
     """``clients`` clients running a job on each of ``pngs``, each client a process of its own.
 
     Clients are processes, as separate scripts are: threads of one interpreter share its lock, so
@@ -199,7 +199,7 @@ def shared_jobs(srv: Server, key: str, pngs: list[bytes], clients: int) -> Share
     ctx = multiprocessing.get_context("spawn")
     go, report = ctx.Event(), ctx.Queue()
     jobs = list(enumerate(pngs))
-    procs = [ctx.Process(target=_client_process, args=(srv.base_url, key, jobs[n::clients], go, report))
+    procs = [ctx.Process(target=_client_process, args=(base_url, key, jobs[n::clients], go, report))
              for n in range(clients)]
     for proc in procs:
         proc.start()
@@ -235,7 +235,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, default=400)
     parser.add_argument("--clients", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=4, help="alternating direct and API rounds of the throughput")
+    parser.add_argument("--rounds", type=int, default=4, help="alternating direct, API and bare rounds")
     parser.add_argument("--requests", type=int, default=300, help="samples per call in the request table")
     args = parser.parse_args()
     pngs = sample_pngs(args.jobs)
@@ -244,7 +244,12 @@ def main() -> None:
         direct(pngs[:5], work / "warm")  # the catalogue and the codecs loaded, as the server has them
         data = work / "data"
         data.mkdir()
-        srv = start_server(data, work / "server.log", "--workers", "2")
+        bare, bare_base = start_bare(work / "bare")
+        try:
+            srv = start_server(data, work / "server.log", "--workers", "2")
+        except BaseException:
+            bare.kill()
+            raise
         try:
             key = srv.create_key("bench")
             steps: dict[str, list[float]] = {}
@@ -252,21 +257,29 @@ def main() -> None:
                 for i in range(5):
                     one_job(c, pngs[i], "warm.png")
                 latencies = [one_job(c, p, f"s{i}.png", steps) for i, p in enumerate(pngs[: args.jobs // 2])]
-            direct_s = api_s = client_cpu = 0.0
+            with httpx.Client(base_url=bare_base, timeout=60) as b:
+                for i in range(5):
+                    one_job(b, pngs[i], "warm.png")
+            direct_s = api_s = bare_s = client_cpu = bare_cpu = 0.0
             server_cpu = [0.0, 0.0]
             for r in range(args.rounds):
                 share = pngs[r::args.rounds]
                 direct_s += direct(share, work / f"direct{r}")
                 before = cpu_seconds(srv.process.pid)
-                run = shared_jobs(srv, key, share, args.clients)
+                run = shared_jobs(srv.base_url, key, share, args.clients)
                 after = cpu_seconds(srv.process.pid)
                 api_s += run.seconds
                 client_cpu += run.client_cpu
                 server_cpu = [total + a - b for total, a, b in zip(server_cpu, after, before, strict=True)]
-            table = request_table(srv, key, pngs[0], args.requests)
+                bare_before = cpu_seconds(bare.pid)[0]
+                floor = shared_jobs(bare_base, key, share, args.clients)
+                bare_s += floor.seconds
+                bare_cpu += floor.client_cpu + cpu_seconds(bare.pid)[0] - bare_before
+            table = request_table(srv, bare_base, key, pngs[0], args.requests)
             events = event_latency(srv, key, pngs[0], 50)
         finally:
             srv.stop()
+            bare.kill()
     n = args.jobs
     direct_ms = direct_s / n * 1000
     seq_ms = statistics.median(latencies) * 1000
@@ -277,6 +290,8 @@ def main() -> None:
     print(f"API, {args.clients} clients, 2 workers:   {api_s / n * 1000:7.1f} ms/job  {n / api_s:6.1f} jobs/s")
     print(f"per-job overhead (sequential median - direct): {seq_ms - direct_ms:.1f} ms (goal: at most 10)")
     print(f"throughput ratio API/direct: {(n / api_s) / (n / direct_s):.2f} (goal: at least 0.5)")
+    print(f"bare FastAPI app, same calls, converting in process: {n / bare_s:6.1f} jobs/s, "
+          f"{(n / bare_s) / (n / direct_s):.2f}x the direct rate; FileKiln gives {bare_s / api_s:.2f} of it")
     print(f"429 answers waited out: {THROTTLED['count']} (goal: 0)")
     per_job = {"clients (httpx, one process each)": client_cpu, "server process (API and workers)": server_cpu[0],
                "conversion children": server_cpu[1]}
@@ -287,6 +302,8 @@ def main() -> None:
         print(f"    {name:34} {seconds / n * 1000:6.2f}")
     print(f"    {'all':34} {total_ms:6.2f}: {cores} cores never idle would give {cores / total_ms * 1000:.0f} jobs/s, "
           f"{cores / total_ms * 1000 / (n / direct_s):.2f}x the direct rate")
+    print(f"    {'the bare app and its clients':34} {bare_cpu / n * 1000:6.2f}: never idle, "
+          f"{cores / (bare_cpu / n) / (n / direct_s):.2f}x the direct rate")
     bare_ms = table[0][1]
     print("\nper request (median of each)      ms     vs bare")
     for name, ms in table:

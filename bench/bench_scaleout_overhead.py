@@ -68,7 +68,7 @@ def main() -> None:
                 for name in names if turn % 2 == 0 else reversed(names):
                     srv, key = servers[name]
                     latencies[name] += sequential(srv, key, part, steps[name])
-                    rates[name].append(len(part) / shared_jobs(srv, key, part, args.clients).seconds)
+                    rates[name].append(len(part) / shared_jobs(srv.base_url, key, part, args.clients).seconds)
         finally:
             for srv, _ in servers.values():
                 srv.stop()
