@@ -93,11 +93,12 @@ def test_object_stays_opaque_and_background_turns_transparent(tmp_path: Path, al
 
 
 @needs_u2netp
-def test_background_removal_leaves_pillows_bomb_check_as_it_found_it(tmp_path: Path) -> None:
+def test_background_removal_leaves_pillows_bomb_check_as_it_found_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """As for OCR: the next job in the same conversion child must still have Pillow's check."""
-    before = Image.MAX_IMAGE_PIXELS
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 123_456_789)  # a value of its own: None here would prove nothing
     run_tool("ai-remove-background", [samples.object_on_background(tmp_path / "disc.png")], tmp_path / "out")
-    assert before == Image.MAX_IMAGE_PIXELS
+    assert Image.MAX_IMAGE_PIXELS == 123_456_789
 
 
 @needs_u2netp

@@ -109,13 +109,14 @@ def test_ocr_text_gives_plain_text_of_every_page(tmp_path: Path) -> None:
     assert "goodbye" in text.lower()
 
 
-def test_ocr_of_an_image_leaves_pillows_bomb_check_as_it_found_it(tmp_path: Path) -> None:
+def test_ocr_of_an_image_leaves_pillows_bomb_check_as_it_found_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A conversion child runs job after job: an OCR job that turned Pillow's process-wide check off
     would leave the next image job open to a bomb nested inside its file (an ICNS icon's PNG)."""
-    before = Image.MAX_IMAGE_PIXELS
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 123_456_789)  # a value of its own: None here would prove nothing
     picture = image_file(tmp_path / "page.png", dpi=150, frames=1)
     run_tool("ocr-text", [picture], tmp_path / "out", output_format="txt")
-    assert before == Image.MAX_IMAGE_PIXELS
+    assert Image.MAX_IMAGE_PIXELS == 123_456_789
 
 
 def test_ocr_text_json_has_words_with_pixel_boxes_for_images(tmp_path: Path) -> None:
