@@ -95,6 +95,11 @@ class Database:
         row = self.one("select value from settings where name = ?", name)
         return row["value"] if row else default
 
+    def get_settings(self, *names: str) -> dict[str, str]:
+        """The stored values of ``names`` (those stored), in one read."""
+        rows = self.all(f"select name, value from settings where name in ({', '.join('?' * len(names))})", *names)
+        return {row["name"]: row["value"] for row in rows}
+
     def set_setting(self, name: str, value: str) -> None:
         self.execute(
             "insert into settings (name, value) values (?, ?) "

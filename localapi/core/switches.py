@@ -44,11 +44,16 @@ class Switches:
     def maintenance(self) -> bool:
         return self.db.get_setting("maintenance", "0") == "1"
 
+    def read(self) -> tuple[bool, set[str]]:
+        """Maintenance mode and the disabled tools, in one read (what every new job is checked against)."""
+        values = self.db.get_settings("maintenance", "disabled_tools")
+        return values.get("maintenance") == "1", _tool_set(values.get("disabled_tools"))
+
     def set_maintenance(self, on: bool) -> None:
         self.db.set_setting("maintenance", "1" if on else "0")
 
     def disabled_tools(self) -> set[str]:
-        return set(json.loads(self.db.get_setting("disabled_tools", "[]") or "[]"))
+        return _tool_set(self.db.get_setting("disabled_tools"))
 
     def set_tool_disabled(self, tool_id: str, disabled: bool) -> None:
         tools = self.disabled_tools()
@@ -62,3 +67,7 @@ class Switches:
             return False, "This tool is disabled in the settings."
         reason = self.unavailable_reason(tool)
         return reason is None, reason
+
+
+def _tool_set(stored: str | None) -> set[str]:
+    return set(json.loads(stored or "[]"))

@@ -54,11 +54,12 @@ class JobService:
                  *, continuing: bool = False) -> tuple[Tool, Any, str, list[StoredFile]]:
         """Everything that can be said about a job before it is queued; raises ServiceError.
         ``continuing``: the next step of a workflow already accepted, which maintenance does not hold up."""
-        if self.switches.maintenance and not continuing:
+        maintenance, disabled = self.switches.read()
+        if maintenance and not continuing:
             raise Unavailable("FileKiln is in maintenance mode; try again later.", code="maintenance",
                               headers={"Retry-After": "60"})
         tool, model, fmt = check_request(self.catalogue, self.switches, tool_id, params, output_format,
-                                         len(input_file_ids))
+                                         len(input_file_ids), disabled)
         revealed = model.revealed()
         masked = sorted(name for name in model.secret_names() if revealed[name] == SECRET_MASK)
         if masked:  # params copied from a job as shown: its passwords are not kept, and "***" is not one
@@ -96,12 +97,14 @@ class JobService:
         key = caller.key
         if key is None:
             return
-        used_row = conn.execute("select jobs from usage where key_id = ? and day = ?", (key.id, today())).fetchone()
-        used = used_row["jobs"] if used_row else 0
-        if refuse and key.daily_job_quota is not None and used >= key.daily_job_quota:
-            raise QuotaExceeded(
-                f"This key's daily quota of {key.daily_job_quota} jobs is used up; it resets at 00:00 UTC.",
-                headers=quota_headers(key.daily_job_quota, used))
+        if refuse and key.daily_job_quota is not None:  # a key without a quota is only counted
+            used_row = conn.execute("select jobs from usage where key_id = ? and day = ?",
+                                    (key.id, today())).fetchone()
+            used = used_row["jobs"] if used_row else 0
+            if used >= key.daily_job_quota:
+                raise QuotaExceeded(
+                    f"This key's daily quota of {key.daily_job_quota} jobs is used up; it resets at 00:00 UTC.",
+                    headers=quota_headers(key.daily_job_quota, used))
         conn.execute("insert into usage (key_id, day, jobs) values (?, ?, 1) "
                      "on conflict (key_id, day) do update set jobs = usage.jobs + 1", (key.id, today()))
 
@@ -182,7 +185,10 @@ class JobService:
         return JobPage(items, next_cursor)
 
     def result(self, job_id: str, caller: Caller) -> Result:
-        job = self.get(job_id, caller)
+        return self.result_of(self.get(job_id, caller))
+
+    def result_of(self, job: Job) -> Result:
+        """The result of ``job`` as the caller holds it (read just now, or as its last event gave it)."""
         if job.status != JobStatus.DONE:
             raise _no_result(job)
         files = [self._result_file(fid) for fid in job.result_file_ids]

@@ -20,13 +20,15 @@ from localapi.core.switches import Switches
 
 
 def check_request(catalogue: Catalogue, switches: Switches, tool_id: str, params: dict[str, Any] | None,
-                  output_format: str | None, input_count: int) -> tuple[Tool, Params, str]:
-    """The tool, its validated params and the output format; raises a ServiceError naming what is wrong."""
+                  output_format: str | None, input_count: int,
+                  disabled: set[str] | None = None) -> tuple[Tool, Params, str]:
+    """The tool, its validated params and the output format; raises a ServiceError naming what is wrong.
+    ``disabled``: the disabled tools, when the caller has read them already."""
     tool = catalogue.get(tool_id)
     if tool is None:
         raise InvalidParams(f"Unknown tool {tool_id!r}.", code="unknown_tool",
                             errors={"tool": [f"unknown tool {tool_id!r}; see GET /tools"]})
-    if tool.id in switches.disabled_tools():
+    if tool.id in (switches.disabled_tools() if disabled is None else disabled):
         raise Unavailable(f"The tool {tool.id} is disabled.", code="tool_disabled", headers={"Retry-After": "60"})
     reason = switches.unavailable_reason(tool)
     if reason is not None:

@@ -195,12 +195,14 @@ class JobWorker:
         excluded = self.excluded
         takes = f" and tool not in ({','.join('?' * len(excluded))})" if excluded else ""
         with self.events.changing() as conn:
-            running = {row["key_id"]: row["n"] for row in conn.execute(
-                "select key_id, count(*) as n from jobs where status = ? group by key_id", (JobStatus.PROCESSING,))}
-            waiting = [(running.get(row["key_id"], 0), self._served.get(row["key_id"], 0.0), row["first"],
-                        row["key_id"]) for row in conn.execute(
-                f"select key_id, min(created_at) as first from jobs where status = ?{takes} group by key_id",
-                (JobStatus.QUEUED, *excluded))]
+            # per caller: its running jobs, and when its oldest queued job (of the tools taken here) was made
+            callers = conn.execute(
+                "select key_id, count(case when status = ? then 1 end) as running,"
+                f" min(case when status = ?{takes} then created_at end) as first"
+                " from jobs where status in (?, ?) group by key_id",
+                (JobStatus.PROCESSING, JobStatus.QUEUED, *excluded, JobStatus.PROCESSING, JobStatus.QUEUED))
+            waiting = [(row["running"], self._served.get(row["key_id"], 0.0), row["first"], row["key_id"])
+                       for row in callers if row["first"] is not None]
             waiting = [w for w in waiting if not cap or w[0] < cap]
             if not waiting:
                 return None

@@ -63,7 +63,8 @@ def job_answer(service: Service, request: Request, job: Job, include: str | None
     """The job, with its download links when asked for (``include=result``) and it is DONE."""
     out = job_out(job)
     if include == "result" and job.status == JobStatus.DONE:
-        out.result = result_out(service, request, job.id)
+        result = service.jobs.result_of(job)  # the job as it ended: no need to read it again
+        out.result = links_out(service, request, result.files, result.bundle)
     return out
 
 
@@ -105,7 +106,9 @@ def _create(body: JobCreate, service: Service, key: ApiKey,
     payload = job_out(job).model_dump(mode="json")
     if idempotency_key:
         service.idempotency.complete(key.id, idempotency_key, 201, payload, req_hash)
-    return 201, payload, quota_headers(key.daily_job_quota, service.keys.jobs_today(key.id)), job
+    quota = key.daily_job_quota
+    headers = {} if quota is None else quota_headers(quota, service.keys.jobs_today(key.id))
+    return 201, payload, headers, job
 
 
 def job_request(service: Service, body: JobCreate) -> tuple[str, dict[str, Any] | None, str | None]:
