@@ -351,7 +351,7 @@ class Doorbell:
                 return False
             self._handed.append(job_id)
             self._rung += 1
-            self._cond.notify_all()
+            self._cond.notify()  # one sleeper per job: the others would wake only to find nothing to do
             return True
 
     def take(self) -> str | None:
