@@ -3,8 +3,9 @@
 - ``GET /v1/ping`` (and ``/v1/health``): one small JSON answer, the floor of a single call;
 - ``POST /v1/files``, ``POST /v1/jobs``, ``GET /v1/downloads/...``: a script's small job as FastAPI does
   it with nothing else around it: the upload written to a file, the conversion run in this process,
-  two at a time (no child process, no database, no keys, no queue, no events), the output served. The throughput of
-  these three calls is what any FastAPI server could give on this machine with the same clients.
+  two at a time (no child process, no database, no keys, no queue, no events), the output served.
+  The throughput of these three calls is what any FastAPI server could give on this machine with the
+  same clients.
 
     python -m bench._bare PORT WORK_DIR
 """

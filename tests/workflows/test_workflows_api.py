@@ -97,6 +97,20 @@ def test_a_chain_whose_step_cannot_take_the_last_output_is_422_before_anything_r
     assert client.get("/jobs").json()["items"] == before  # nothing was queued
 
 
+def test_a_chain_with_a_disabled_tool_is_503_naming_its_step(server: Server, client: httpx.Client) -> None:
+    ref = upload(client, "a.png", png_bytes())
+    before = client.get("/jobs").json()["items"]
+    db = server.database()
+    db.set_setting("disabled_tools", '["image-resize"]')
+    try:
+        problem = assert_problem(client.post("/workflows", json={"inputFileIds": [ref["id"]], "steps": [
+            {"tool": "image-convert"}, {"tool": "image-resize", "params": {"width": 10}}]}), 503, "tool_disabled")
+    finally:
+        db.set_setting("disabled_tools", "[]")
+    assert "Step 2 (image-resize)" in problem["detail"], problem
+    assert client.get("/jobs").json()["items"] == before  # nothing was queued
+
+
 def test_a_failure_in_step_two_fails_the_workflow_and_names_the_file(client: httpx.Client) -> None:
     # pdf-extract-pages asks for page 5 of a one-page PDF made by step 1: refused when step 2 is made
     ref = upload(client, "single.png", png_bytes())

@@ -91,11 +91,13 @@ class WorkflowService:
         checked = []
         formats = input_formats
         count = input_count
+        disabled = self.switches.disabled_tools()  # one read for the whole chain
         for index, spec in enumerate(steps):
             tool = self.catalogue.get(spec.tool)
             try:
                 tool, model, fmt = check_request(self.catalogue, self.switches, spec.tool, spec.params,
-                                                 spec.output_format, count if tool and tool.merges_inputs else 1)
+                                                 spec.output_format, count if tool and tool.merges_inputs else 1,
+                                                 disabled)
             except ServiceError as exc:
                 raise _in_step(exc, index, spec.tool) from None
             if formats is not None:
