@@ -131,8 +131,8 @@ def test_events_with_curl(server: Server, key: str, client: httpx.Client) -> Non
     assert re.findall(r"^event: (\S+)$", out, re.M) == ["job.done"]
     resumed = every_job.replace("Last-Event-ID: 1042", f"Last-Event-ID: {done_id - 1}")
     assert resumed != every_job
-    # the key's stream never ends: curl is cut after a second, by which time the replay has come
-    out = sh(resumed.replace("curl -N", "curl -N --max-time 1"), check=False, **shell(server, key)).stdout
+    # the key's stream never ends: curl is cut after 3 s, by which time the replay has come
+    out = sh(resumed.replace("curl -N", "curl -N --max-time 3"), check=False, **shell(server, key)).stdout
     assert f"id: {done_id}\nevent: job.done\n" in out
     assert json.loads(re.search(rf"^id: {done_id}\n.*\ndata: (.*)$", out, re.M)[1])["id"] == job["id"]
 
