@@ -13,7 +13,7 @@ CKSUM := $(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 APP_STAMP := $(VENV)/.installed-$(CKSUM)-$(subst $(comma),_,$(APP_EXTRAS))
 TEST_STAMP := $(VENV)/.installed-$(CKSUM)-$(subst $(comma),_,$(TEST_EXTRAS))
 
-.PHONY: run serve test lint typecheck venv venv-test bench lock clean
+.PHONY: run serve test test-scale test-scale-full lint typecheck venv venv-test bench lock clean
 
 venv: $(APP_STAMP)
 venv-test: $(TEST_STAMP)
@@ -52,10 +52,23 @@ lint: venv-test
 typecheck: venv-test
 	$(VENV)/bin/mypy converters localapi filekiln desktop
 
-test: venv-test lint typecheck
-	QT_QPA_PLATFORM=offscreen $(VENV)/bin/pytest -q
-	# the API suite once more, on PostgreSQL, Redis and an S3-compatible bucket (tests/backends.py)
-	QT_QPA_PLATFORM=offscreen FILEKILN_TEST_BACKENDS=scale $(VENV)/bin/pytest -q tests/api tests/hostile tests/workflows
+SCALE_DIRS := tests/api tests/hostile tests/workflows
+
+# each phase says how long it took (scripts/timed)
+test:
+	@scripts/timed "venv" $(MAKE) --no-print-directory venv-test
+	@scripts/timed "lint and types" $(MAKE) --no-print-directory lint typecheck
+	@scripts/timed "suite" env QT_QPA_PLATFORM=offscreen $(VENV)/bin/pytest -q
+	@scripts/timed "scale contract suite" $(MAKE) --no-print-directory test-scale
+
+# the end-to-end tests marked `backends` once more, on PostgreSQL, Redis and an S3-compatible bucket
+# (tests/backends.py); the back-ends' own contract tests run in the first pass (docs/testing.md)
+test-scale: venv-test
+	QT_QPA_PLATFORM=offscreen FILEKILN_TEST_BACKENDS=scale $(VENV)/bin/pytest -q -m backends $(SCALE_DIRS)
+
+# the whole API, hostile and workflow suite on those back-ends (about 40 minutes here)
+test-scale-full: venv-test
+	QT_QPA_PLATFORM=offscreen FILEKILN_TEST_BACKENDS=scale $(VENV)/bin/pytest -q $(SCALE_DIRS)
 
 bench: venv-test
 	for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

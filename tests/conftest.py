@@ -20,6 +20,8 @@ from tests.backends import BACKENDS, SCALE, backend_env, process_env
 from tests.postgres import postgres  # noqa: F401 - the session's PostgreSQL server, for the tests that ask for it
 from tests.seaweed import seaweed  # noqa: F401 - the session's S3-compatible store, for the tests that ask for it
 
+pytest_plugins = ["tests.timing"]  # the timing table at the end of the run
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -130,11 +132,15 @@ class Server:
         return httpx.Client(base_url=self.base_url, headers=headers, **kw)
 
     def create_key(self, name: str = "test", quota: int | None = None) -> str:
-        out = run_cli(self.data_dir, "keys", "create", "--name", name, "--json",
-                      *(["--daily-quota", str(quota)] if quota is not None else []))
-        import json
+        """A new key of this install, made in this process through the key service (as ``filekiln keys
+        create`` makes it, without starting one)."""
+        from localapi.core.keys import KeyService
 
-        return str(json.loads(out)["secret"])
+        db = self.database()
+        try:
+            return KeyService(db).create(name, quota)[1]
+        finally:
+            db.close()
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -169,12 +175,11 @@ def install_settings(data_dir: Path, **overrides: Any) -> Any:
 
 
 def install_db(data_dir: Path) -> Any:
-    """The metadata database of the install on ``data_dir``, opened here as its processes open it."""
-    from localapi.config import Settings
+    """The metadata database of the install on ``data_dir``, opened here as its processes open it (its
+    settings.toml and back-ends)."""
     from localapi.core.db import open_database
 
-    url = backend_env(data_dir).get("FILEKILN_DATABASE_URL", "")
-    return open_database(Settings(data_dir=data_dir, database_url=url))
+    return open_database(install_settings(data_dir))
 
 
 def database_text(server: Server) -> str:
@@ -200,7 +205,10 @@ def run_cli(data_dir: Path, *args: str, check: bool = True, timeout: float = 120
 
 
 def start_server(data_dir: Path, log_path: Path, *extra: str, port: int | None = None) -> Server:
+    from tests.timing import count_server
+
     port = port or free_port()
+    count_server()
     log = open(log_path, "ab")  # noqa: SIM115 - kept open for the server's lifetime
     proc = subprocess.Popen(
         [sys.executable, "-m", "filekiln", "serve", "--data-dir", str(data_dir), "--port", str(port), *extra],
@@ -230,15 +238,29 @@ def module_server(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterat
     srv.stop()
 
 
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Server]:
+    """The server a module's tests share (jobs and files belong to a key, and each test has a key of its own)."""
+    yield from module_server(tmp_path_factory, request.module.__name__.rsplit(".", 1)[-1])
+
+
 @pytest.fixture
-def server(data_dir: Path, tmp_path: Path) -> Iterator[Server]:
-    srv = start_server(data_dir, tmp_path / "server.log")
+def server(request: pytest.FixtureRequest) -> Iterator[Server]:
+    """The module's shared server; a server of the test's own, on its ``data_dir``, for a test marked
+    ``fresh_server``: one that changes what the whole server does (maintenance, disabled tools, a purge of
+    every file, a stop) or looks at what every key did (the log, the metrics)."""
+    if request.node.get_closest_marker("fresh_server") is None:
+        yield request.getfixturevalue("shared_server")
+        return
+    data_dir: Path = request.getfixturevalue("data_dir")
+    srv = start_server(data_dir, request.getfixturevalue("tmp_path") / "server.log")
     yield srv
     srv.stop()
 
 
 @pytest.fixture
 def api_key(server: Server) -> str:
+    """A key of the test's own: on a shared server, its jobs and files are the test's alone."""
     return server.create_key()
 
 

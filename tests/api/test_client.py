@@ -150,6 +150,7 @@ def test_lower_level_calls_follow_a_job_to_its_end(kiln: FileKiln, tmp_path: Pat
     assert (caught.value.status, caught.value.code) == (409, "job_finished")
 
 
+@pytest.mark.backends
 def test_a_dropped_event_stream_resumes_from_the_last_event(server: Server, tmp_path: Path) -> None:
     class CutAfterFirstEvent(httpx.SyncByteStream):
         def __init__(self, inner: httpx.SyncByteStream) -> None:

@@ -212,6 +212,7 @@ def test_kill_9_mid_job_then_restart_finishes_the_job(tmp_path: Path, slow_pdf: 
         srv.stop()
 
 
+@pytest.mark.fresh_server
 def test_purge_never_deletes_inputs_of_a_running_job(server: Server, client: httpx.Client,
                                                      slow_pdf: bytes) -> None:
     from localapi.core.service import Service

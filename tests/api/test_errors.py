@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from localapi.core.signing import LinkSigner
 from tests.conftest import (
@@ -67,6 +68,7 @@ def test_job_of_another_key_is_404_to_it(server: Server, client: httpx.Client) -
         assert anon.get(f"/jobs/{job['id']}").json()["id"] == job["id"]
 
 
+@pytest.mark.backends
 def test_daily_quota_gives_402_with_quota_headers(server: Server) -> None:
     with server.client(server.create_key("limited", quota=2)) as c:
         ref = upload(c, "a.png", png_bytes())
@@ -157,6 +159,7 @@ def test_upload_over_global_limit_is_413_while_streaming(tmp_path: Path) -> None
         srv.stop()
 
 
+@pytest.mark.fresh_server
 def test_maintenance_and_disabled_tool_are_503(server: Server, client: httpx.Client) -> None:
     ref = upload(client, "a.png", png_bytes())
     body = {"tool": "image-convert", "inputFileIds": [ref["id"]]}
@@ -190,6 +193,8 @@ def test_tampered_and_expired_download_links(server: Server, client: httpx.Clien
     assert_problem(httpx.get(expired), 410, "link_expired")
 
 
+@pytest.mark.backends
+@pytest.mark.fresh_server
 def test_purged_result_is_410(server: Server, client: httpx.Client) -> None:
     ref = upload(client, "a.png", png_bytes())
     job = client.post("/jobs", json={"tool": "image-convert", "inputFileIds": [ref["id"]]}).json()
@@ -202,6 +207,22 @@ def test_purged_result_is_410(server: Server, client: httpx.Client) -> None:
     assert service.purge() == 2
     assert_problem(client.get(f"/jobs/{job['id']}/result"), 410, "result_expired")
     assert_problem(httpx.get(url), 410, "file_expired")
+
+
+@pytest.mark.backends
+def test_a_result_past_its_retention_is_410_before_the_purge_comes(server: Server, client: httpx.Client) -> None:
+    ref = upload(client, "a.png", png_bytes())
+    job = client.post("/jobs", json={"tool": "image-convert", "inputFileIds": [ref["id"]]}).json()
+    wait_job(client, job["id"])
+    assert client.get(f"/jobs/{job['id']}/result").status_code == 200
+    db = server.database()
+    try:  # retention has ended, the purge has not run yet: no link that would be dead on arrival
+        db.execute("update files set expires_at = ? where job_id = ?", time.time() - 1, job["id"])
+    finally:
+        db.close()
+    assert_problem(client.get(f"/jobs/{job['id']}/result"), 410, "result_expired")
+    assert_problem(client.get(f"/jobs/{job['id']}", params={"include": "result"}), 410, "result_expired")
+    assert client.get(f"/jobs/{job['id']}").json()["status"] == "DONE"  # the job itself is still there
 
 
 def test_rate_limit_gives_429_with_retry_after(tmp_path: Path) -> None:
@@ -233,6 +254,7 @@ def test_idempotent_job_creation_replays_the_first_response(client: httpx.Client
     assert len(client.get("/jobs").json()["items"]) == 1
 
 
+@pytest.mark.backends
 def test_concurrent_identical_requests_make_one_job(client: httpx.Client, server: Server, api_key: str) -> None:
     ref = upload(client, "a.png", png_bytes())
     body = {"tool": "image-convert", "inputFileIds": [ref["id"]]}

@@ -7,11 +7,13 @@ import time
 import zipfile
 
 import httpx
+import pytest
 from PIL import Image
 
 from tests.conftest import Server, assert_problem, png_bytes, upload, wait_job
 
 
+@pytest.mark.backends
 def test_png_to_webp_full_lifecycle(client: httpx.Client) -> None:
     ref = upload(client, "photo.png", png_bytes(80, 60))
     assert ref["id"].startswith("file_") and ref["mimeType"] == "image/png" and ref["sizeBytes"] > 0
@@ -57,6 +59,7 @@ def test_progress_is_monotonic_and_ends_at_100(client: httpx.Client) -> None:
     assert any(0 < p < 100 for p in seen), f"no intermediate progress seen: {seen}"
 
 
+@pytest.mark.backends
 def test_several_inputs_make_one_output_each_and_a_zip(client: httpx.Client) -> None:
     ids = [upload(client, f"img{n}.png", png_bytes(20 + n, 20))["id"] for n in range(3)]
     job = client.post("/jobs", json={"tool": "image-convert", "inputFileIds": ids, "outputFormat": "jpg"}).json()
@@ -72,6 +75,7 @@ def test_several_inputs_make_one_output_each_and_a_zip(client: httpx.Client) -> 
         assert httpx.get(f["downloadUrl"]).content[:3] == b"\xff\xd8\xff"
 
 
+@pytest.mark.backends
 def test_download_supports_range_requests(client: httpx.Client) -> None:
     ref = upload(client, "a.png", png_bytes(300, 300))
     job = client.post("/jobs", json={"tool": "image-convert", "inputFileIds": [ref["id"]],
@@ -88,6 +92,7 @@ def test_download_supports_range_requests(client: httpx.Client) -> None:
     assert_problem(httpx.get(url, headers={"Range": f"bytes={len(whole) + 10}-"}), 416, "range_not_satisfiable")
 
 
+@pytest.mark.backends
 def test_job_list_filters_and_paginates(client: httpx.Client) -> None:
     ref = upload(client, "a.png", png_bytes())
     ids = [client.post("/jobs", json={"tool": "image-convert", "inputFileIds": [ref["id"]]}).json()["id"]
@@ -104,6 +109,7 @@ def test_job_list_filters_and_paginates(client: httpx.Client) -> None:
     assert client.get("/jobs", params={"tool": "pdf-compress"}).json()["items"] == []
 
 
+@pytest.mark.backends
 def test_delete_file_and_job(client: httpx.Client) -> None:
     ref = upload(client, "a.png", png_bytes())
     job = client.post("/jobs", json={"tool": "image-convert", "inputFileIds": [ref["id"]]}).json()

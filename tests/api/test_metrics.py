@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import Server, assert_problem, failed_job, png_bytes, upload, wait_job
@@ -15,6 +16,7 @@ def families(text: str) -> dict[str, list[tuple[str, dict[str, str], float]]]:
     return found
 
 
+@pytest.mark.fresh_server
 def test_metrics_count_jobs_by_state_and_tool_and_time_them(server: Server, client: httpx.Client) -> None:
     for _ in range(2):
         ref = upload(client, "a.png", png_bytes())

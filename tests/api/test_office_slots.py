@@ -32,6 +32,7 @@ def convert(client: httpx.Client, ref: dict[str, str]) -> tuple[dict[str, object
     return done, time.monotonic() - started
 
 
+@pytest.mark.fresh_server
 def test_second_office_job_reuses_the_running_instance(server: Server, client: httpx.Client,
                                                        tmp_path: Path) -> None:
     ref = upload(client, "letter.docx", doc_samples.make_docx(tmp_path).read_bytes())

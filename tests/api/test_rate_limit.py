@@ -22,6 +22,7 @@ def server(tmp_path: Path) -> Iterator[Server]:
     srv.stop()
 
 
+@pytest.mark.backends
 def test_polling_does_not_use_up_the_write_bucket(server: Server) -> None:
     key = server.create_key()
     with server.client(key) as c:
@@ -37,6 +38,7 @@ def test_polling_does_not_use_up_the_write_bucket(server: Server) -> None:
     assert int(refused.headers["Retry-After"]) >= 1
 
 
+@pytest.mark.backends
 def test_reads_have_a_limit_of_their_own(server: Server) -> None:
     key = server.create_key()
     with server.client(key) as c:

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import httpx
+import pytest
 
 from tests.conftest import ROOT, Server, assert_problem, database_text, png_bytes, upload, wait_job
 
@@ -34,6 +35,7 @@ def test_cross_site_browser_posts_are_refused(server: Server, api_key: str) -> N
     assert r.status_code == 201
 
 
+@pytest.mark.fresh_server
 def test_key_secrets_never_reach_logs_or_database(server: Server, api_key: str) -> None:
     with server.client(api_key) as c:
         ref = upload(c, "a.png", png_bytes())
@@ -71,6 +73,7 @@ def test_openapi_declares_the_status_codes_the_api_returns(server: Server) -> No
             assert "application/problem+json" in content, (path, method, code)
 
 
+@pytest.mark.fresh_server
 def test_cli_key_create_json_and_list(server: Server) -> None:
     import json
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +74,19 @@ def test_a_second_open_finds_the_schema_made_and_changes_nothing(postgres: Postg
 
 
 def before_migrations(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
+    """A copy of the fixture data dir, its clock moved to now: every timestamp shifted by the time since
+    it was made, so its files are as fresh (and their retention as far off) as on the day it was made."""
     data = tmp_path / "data"
     shutil.copytree(BEFORE, data, ignore=shutil.ignore_patterns("made.json"))
+    conn = sqlite3.connect(data / "filekiln.db")
+    with conn:
+        shift = time.time() - conn.execute("select max(created_at) from jobs").fetchone()[0]
+        for (table,) in conn.execute("select name from sqlite_master where type = 'table'").fetchall():
+            stamps = [c[1] for c in conn.execute(f"pragma table_info({table})") if c[1].endswith("_at")]
+            if stamps:
+                moved = ", ".join(f"{c} = {c} + ?" for c in stamps)
+                conn.execute(f"update {table} set {moved}", [shift] * len(stamps))
+    conn.close()
     return data, json.loads((BEFORE / "made.json").read_text())
 
 

@@ -63,6 +63,7 @@ def start_upload(srv: Server, key: str, idem_key: str) -> socket.socket:
     return sock
 
 
+@pytest.mark.backends
 @pytest.mark.parametrize("kill", [False, True], ids=["sigterm", "kill-9"])
 def test_a_key_in_flight_when_the_server_stopped_is_free_after_a_restart(tmp_path: Path, kill: bool) -> None:
     data = tmp_path / "data"
@@ -144,6 +145,7 @@ def test_a_claim_of_a_gone_process_on_this_machine_is_taken_over_at_once(server:
         assert r.status_code == 201, r.text
 
 
+@pytest.mark.backends
 def test_a_long_request_keeps_its_claim_alive(server: Server) -> None:
     """The heartbeat: a stalled upload's claim is marked again while the server runs, so that no other
     process takes it over."""

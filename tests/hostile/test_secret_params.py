@@ -1,21 +1,29 @@
-"""Passwords in job params (``pdf-protect``, ``pdf-unlock``): used by the tool, never stored in clear,
-never returned, never logged, and gone from the database once the job has ended."""
+"""Passwords in job params (``pdf-protect``, ``pdf-unlock``, ``pdf-sign``, the archive tools): used by the
+tool, never stored in clear, never returned, never logged, and gone from the database once the job has ended."""
 
 from __future__ import annotations
 
+import datetime
+import io
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, get_args
 
+import py7zr
 import pymupdf
 import pytest
+from pydantic import SecretStr
 
+from converters.catalogue import load_catalogue
 from tests.conftest import (
     ROOT,
     Server,
     assert_problem,
+    database_text,
     image_pdf_bytes,
     install_db,
     process_env,
@@ -69,6 +77,7 @@ def sealed_until_gone(data_dir: Path, job_id: str, seconds: float = 10) -> str |
     return value
 
 
+@pytest.mark.backends
 def test_passwords_reach_the_tool_but_are_never_stored_shown_or_logged(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()
@@ -128,6 +137,7 @@ def test_passwords_reach_the_tool_but_are_never_stored_shown_or_logged(tmp_path:
     assert_nowhere(data, log)
 
 
+@pytest.mark.fresh_server
 def test_a_canceled_job_drops_its_sealed_passwords(server: Server, api_key: str, data_dir: Path) -> None:
     with server.client(api_key) as c:
         pdf = upload(c, "plan.pdf", image_pdf_bytes(pages=1, size=200))
@@ -171,3 +181,77 @@ def test_a_worker_with_another_key_fails_the_job_instead_of_running_it_with_star
             worker.terminate()
             worker.wait(30)
         srv.stop()
+
+
+# --------------------------------------------------------------------------- every tool with a secret param
+
+
+def locked_pdf(password: str) -> bytes:
+    doc = pymupdf.open(stream=image_pdf_bytes(pages=1, size=200), filetype="pdf")
+    try:
+        return bytes(doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw=password, owner_pw=password))
+    finally:
+        doc.close()
+
+
+def pkcs12_of(password: str) -> bytes:
+    """A PKCS#12 file with a fresh key and a self-signed certificate, valid from yesterday for a month."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.hazmat.primitives.serialization import pkcs12
+    from cryptography.x509.oid import NameOID
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Secret Params")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=30)).sign(key, hashes.SHA256()))
+    encryption = serialization.BestAvailableEncryption(password.encode())
+    return pkcs12.serialize_key_and_certificates(b"signer", key, cert, None, encryption)
+
+
+def locked_7z(password: str) -> bytes:
+    buf = io.BytesIO()
+    with py7zr.SevenZipFile(buf, "w", password=password) as sz:
+        sz.writestr(b"the plan\n" * 100, "plan.txt")
+    return buf.getvalue()
+
+
+# a tool with a secret param -> (its input files, its params (every one a secret), its output format) for a password
+SecretJob = tuple[list[tuple[str, bytes]], dict[str, str], str | None]
+SECRET_JOBS: dict[str, Callable[[str], SecretJob]] = {
+    "archive-convert": lambda pw: ([("locked.7z", locked_7z(pw))], {"password": pw}, "zip"),
+    "archive-extract": lambda pw: ([("locked.7z", locked_7z(pw))], {"password": pw}, None),
+    "pdf-protect": lambda pw: ([("plan.pdf", image_pdf_bytes(pages=1, size=200))],
+                               {"userPassword": pw, "ownerPassword": pw + "-owner"}, None),
+    "pdf-sign": lambda pw: ([("plan.pdf", image_pdf_bytes(pages=1, size=200)), ("me.p12", pkcs12_of(pw))],
+                            {"password": pw}, None),
+    "pdf-unlock": lambda pw: ([("locked.pdf", locked_pdf(pw))], {"password": pw}, None),
+}
+
+
+def has_secret_param(params: Any) -> bool:
+    return any(SecretStr in (f.annotation, *get_args(f.annotation)) for f in params.model_fields.values())
+
+
+def test_every_tool_with_a_secret_param_is_run_below() -> None:
+    assert sorted(t.id for t in load_catalogue() if has_secret_param(t.params)) == sorted(SECRET_JOBS)
+
+
+@pytest.mark.parametrize("tool", sorted(SECRET_JOBS))
+def test_a_done_jobs_passwords_are_gone_from_the_database_and_never_logged(
+        tool: str, server: Server, api_key: str) -> None:
+    files, params, fmt = SECRET_JOBS[tool](f"Sealed-7d3c-{tool}")
+    with server.client(api_key) as c:
+        ids = [upload(c, name, data)["id"] for name, data in files]
+        r = c.post("/jobs", json={"tool": tool, "inputFileIds": ids, "params": params,
+                                  **({"outputFormat": fmt} if fmt else {})})
+        assert r.status_code == 201, r.text
+        done = wait_job(c, r.json()["id"])
+    assert done["status"] == "DONE" and set(done["params"].values()) == {"***"}, done
+    assert sealed_column(server.data_dir, done["id"]) is None  # cleared with the change to DONE, not later
+    stored, logged = database_text(server), server.log()
+    for password in params.values():
+        assert password not in stored and password not in logged

@@ -39,6 +39,7 @@ def raw_upload(client: httpx.Client, filename: str, data: bytes) -> httpx.Respon
 
 
 @pytest.mark.parametrize("name", NASTY_NAMES)
+@pytest.mark.fresh_server
 def test_upload_names_are_sanitized_and_never_used_on_disk(client: httpx.Client, server: Server, name: str) -> None:
     r = raw_upload(client, name, png_bytes())
     if r.status_code == 400:  # a name that breaks the multipart headers is a malformed request
@@ -155,6 +156,7 @@ def test_zip_bombs_and_escapes_are_refused_before_any_engine(client: httpx.Clien
     assert not (server.data_dir.parent / "x").exists()
 
 
+@pytest.mark.fresh_server
 def test_purge_during_a_download_never_truncates_it(client: httpx.Client, server: Server) -> None:
     from localapi.core.service import Service
 

@@ -7,6 +7,7 @@ import threading
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.api import test_webhooks as webhook_tests
 from tests.api.test_webhooks import Receiver, hook, verify
@@ -53,6 +54,7 @@ def test_a_keys_hook_can_take_workflow_failures(client: httpx.Client, receivers:
     client.delete(f"/webhooks/{made['id']}")
 
 
+@pytest.mark.backends
 def test_the_key_stream_carries_the_workflow_end(client: httpx.Client) -> None:
     seen: list[tuple[str, dict[str, Any]]] = []
     opened = threading.Event()
@@ -97,6 +99,7 @@ def read_stream(client: httpx.Client, url: str, headers: dict[str, str] | None =
     return seen
 
 
+@pytest.mark.backends
 def test_a_workflows_stream_has_its_jobs_then_its_end(client: httpx.Client) -> None:
     workflow = start(client)
     # from the feed's start (Last-Event-ID: 0): a stream opened live may come after the first step's end,

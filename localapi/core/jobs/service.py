@@ -196,11 +196,12 @@ class JobService:
         return Result(job, files, bundle)
 
     def _result_file(self, file_id: str) -> StoredFile:
-        """A result file; 410 once it is gone, purged or deleted: the job itself still exists."""
+        """A result file; 410 once it is gone, purged or deleted, or past its retention and waiting for the
+        purge (a link to it would be dead on arrival): the job itself still exists."""
         f = self.files.get(file_id, any_owner=True, include_deleted=True)
-        if f.deleted_at is None:
+        if f.deleted_at is None and f.expires_at > now():
             return f
-        if f.expires_at <= f.deleted_at:
+        if f.deleted_at is None or f.expires_at <= f.deleted_at:
             raise Gone("The job's results were purged when their retention ended.", code="result_expired")
         raise Gone("The job's results were deleted.", code="result_deleted")
 
