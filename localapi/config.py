@@ -85,6 +85,12 @@ class Settings:
     log_level: str = "info"
     access_log: bool = False  # a line per request (redacted) in the log; off by default, as its cost is per request
     http_parser: str = "auto"  # httptools (fast, in C) when installed, else h11; or name one of them
+    # a client's request line and headers must arrive within this, and a body may pause at most this long
+    # between two reads (localapi/http/protocol.py); then 408 request_timeout and the connection closes
+    request_head_seconds: float = 10.0
+    request_body_idle_seconds: float = 20.0
+    # how often a serving process marks its Idempotency-Key claims as still held (localapi/core/idempotency.py)
+    idempotency_heartbeat_seconds: float = 10.0
     # tool-related settings (llm_provider, libreoffice_path ...): every other key of settings.toml
     tools: Mapping[str, Any] = field(default_factory=dict)
     # per-tool timeout overrides in seconds, e.g. {"video-convert": 7200}

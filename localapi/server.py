@@ -37,8 +37,9 @@ def uvicorn_config(service: Service, **options: Any) -> uvicorn.Config:
     proxies = list(settings.trusted_proxies)
     return uvicorn.Config(create_app(service), host=settings.host, port=settings.port, server_header=False,
                           log_config=None, proxy_headers=bool(proxies), forwarded_allow_ips=proxies or None,
-                          http=http_protocol(settings.http_parser), ws="none", loop="asyncio",
-                          **options)
+                          http=http_protocol(settings.http_parser, settings.request_head_seconds,
+                                             settings.request_body_idle_seconds),
+                          ws="none", loop="asyncio", **options)
 
 
 class ApiServer:

@@ -229,10 +229,13 @@ def start_server(data_dir: Path, log_path: Path, *extra: str, port: int | None =
     raise AssertionError(f"server did not start:\n{server.log()}")
 
 
-def module_server(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[Server]:
-    """Body of a module-scoped ``server`` fixture: one server for a module whose tests can share it."""
+def module_server(tmp_path_factory: pytest.TempPathFactory, name: str, **settings: Any) -> Iterator[Server]:
+    """Body of a module-scoped ``server`` fixture: one server for a module whose tests can share it, with
+    ``settings`` in its settings.toml."""
     root = tmp_path_factory.mktemp(name)
     (root / "data").mkdir()
+    if settings:
+        write_settings(root / "data", **settings)
     srv = start_server(root / "data", root / "server.log")
     yield srv
     srv.stop()

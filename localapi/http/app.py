@@ -45,7 +45,7 @@ def create_app(service: Service) -> FastAPI:
         service.events.start()  # waiting requests and event streams are woken by the feed
         # webhook bodies carry the job as GET /jobs/{id} shows it
         service.webhooks.start(render=render_subject)
-        holding = asyncio.create_task(hold_claims(service.idempotency))
+        holding = asyncio.create_task(hold_claims(service.idempotency, service.settings.idempotency_heartbeat_seconds))
         yield
         holding.cancel()
         # the requests that held them were cancelled with the server: their keys are free to retry
@@ -86,11 +86,12 @@ def create_app(service: Service) -> FastAPI:
     return app
 
 
-async def hold_claims(store: IdempotencyStore) -> None:
-    """Mark this process's Idempotency-Key claims as held for as long as it serves: other processes on
-    the database take over the claims of one that stopped marking them."""
+async def hold_claims(store: IdempotencyStore, every: float = HEARTBEAT_SECONDS) -> None:
+    """Mark this process's Idempotency-Key claims as held every ``every`` seconds for as long as it serves
+    (the ``idempotency_heartbeat_seconds`` setting): other processes on the database take over the claims
+    of one that stopped marking them."""
     while True:
-        await asyncio.sleep(HEARTBEAT_SECONDS)
+        await asyncio.sleep(every)
         try:
             await anyio.to_thread.run_sync(store.heartbeat)
         except Exception:  # a busy or full disk: the next beat tries again, well before the claims go stale

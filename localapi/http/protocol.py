@@ -12,7 +12,8 @@ protocols answer it like every other error of the API.
 
 uvicorn also waits for ever on a client that sends half a request and stops, so a few hundred such
 connections stay open as long as their sender likes. Here the request line and headers must arrive
-within ``HEAD_SECONDS``, and a body may pause at most ``BODY_IDLE_SECONDS`` between two reads: a
+within ``request_head_seconds`` (10 by default), and a body may pause at most ``request_body_idle_seconds``
+(20) between two reads: a
 per-read limit, so an upload of any size or speed goes on as long as it keeps moving. A pause of the
 server's own (the app busy, not reading) is not counted.
 """
@@ -52,6 +53,9 @@ class _Watched:
     """The stall timers and the problem answers, over a protocol that says what the client owes
     (:meth:`owed`) and whether the app's answer has begun (:meth:`answer_begun`)."""
 
+    head_seconds = HEAD_SECONDS  # the settings' values in the class :func:`http_protocol` gives
+    body_idle_seconds = BODY_IDLE_SECONDS
+
     transport: asyncio.Transport
     loop: asyncio.AbstractEventLoop
     server_state: Any
@@ -90,10 +94,10 @@ class _Watched:
         if self.transport.is_closing():
             self.stop_timer()
         elif owed == "body":
-            self.start_timer(BODY_IDLE_SECONDS)
+            self.start_timer(self.body_idle_seconds)
         elif owed == "head":
             if self.stall_timer is None:
-                self.start_timer(HEAD_SECONDS)
+                self.start_timer(self.head_seconds)
         else:
             self.stop_timer()
 
@@ -114,15 +118,15 @@ class _Watched:
             return
         owed = self.owed()
         if owed == "body" and (self.flow.read_paused or self.cycle.waiting_for_100_continue):
-            self.start_timer(BODY_IDLE_SECONDS)  # the pause is the server's: the app is not reading yet
+            self.start_timer(self.body_idle_seconds)  # the pause is the server's: the app is not reading yet
         elif owed == "body":
-            log.info("closed a request from %s: its body paused for %.0f s", self.client_text, BODY_IDLE_SECONDS)
+            log.info("closed a request from %s: its body paused for %g s", self.client_text, self.body_idle_seconds)
             self.answer_and_close(408, "request_timeout",
-                                  f"The request body paused for more than {BODY_IDLE_SECONDS:.0f} seconds.")
+                                  f"The request body paused for more than {self.body_idle_seconds:g} seconds.")
         elif owed == "head" and self.head_begun():
-            log.info("closed a request from %s: its headers took over %.0f s", self.client_text, HEAD_SECONDS)
+            log.info("closed a request from %s: its headers took over %g s", self.client_text, self.head_seconds)
             self.answer_and_close(408, "request_timeout",
-                                  f"The request line and headers took more than {HEAD_SECONDS:.0f} seconds.")
+                                  f"The request line and headers took more than {self.head_seconds:g} seconds.")
         elif owed == "head":
             self.transport.close()
 
@@ -296,9 +300,12 @@ if HAVE_HTTPTOOLS:
             self.refuse(self.too_large)
 
 
-def http_protocol(parser: str) -> type[asyncio.Protocol]:
-    """The protocol class for the ``http_parser`` setting: ``httptools``, ``h11``, or ``auto`` (httptools
-    when installed)."""
-    if parser == "h11" or not HAVE_HTTPTOOLS:
-        return ProblemH11Protocol
-    return ProblemHttpToolsProtocol
+def http_protocol(parser: str, head_seconds: float = HEAD_SECONDS,
+                  body_idle_seconds: float = BODY_IDLE_SECONDS) -> type[asyncio.Protocol]:
+    """The protocol class for the ``http_parser`` setting (``httptools``, ``h11``, or ``auto``: httptools
+    when installed), timing stalled clients by ``request_head_seconds`` and ``request_body_idle_seconds``."""
+    base: type[asyncio.Protocol] = (ProblemHttpToolsProtocol if parser != "h11" and HAVE_HTTPTOOLS
+                                    else ProblemH11Protocol)
+    if (head_seconds, body_idle_seconds) == (HEAD_SECONDS, BODY_IDLE_SECONDS):
+        return base
+    return type(base.__name__, (base,), {"head_seconds": head_seconds, "body_idle_seconds": body_idle_seconds})

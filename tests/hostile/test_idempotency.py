@@ -19,7 +19,8 @@ from tests.conftest import Server, module_server, png_bytes, start_server, uploa
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    yield from module_server(tmp_path_factory, "idempotency")
+    # claims marked every half second, not every 10 s: the heartbeat test sees a mark at once
+    yield from module_server(tmp_path_factory, "idempotency", idempotency_heartbeat_seconds=0.5)
 
 
 @pytest.fixture(scope="module")

@@ -34,8 +34,8 @@ from tests.conftest import (
 
 MB = 1024 * 1024
 JSON_LIMIT = MB  # docs/api.md, "Request limits": a JSON body may be 1 MiB
-HEAD_SECONDS = 10  # ... the request line and headers must arrive within 10 s
-BODY_IDLE_SECONDS = 20  # ... and a body may pause at most 20 s between two reads
+HEAD_SECONDS = 2  # the wire servers' request_head_seconds (10 by default, docs/api.md "Request limits") ...
+BODY_IDLE_SECONDS = 4  # ... and request_body_idle_seconds (20 by default)
 SLACK = 25.0  # what a loaded two-core machine may add before a timer's close is seen
 
 
@@ -65,7 +65,8 @@ def wire(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     (stalls, refusals, chunked bodies) is the same on both."""
     root = tmp_path_factory.mktemp(f"wire-{request.param}")
     (root / "data").mkdir()
-    write_settings(root / "data", http_parser=request.param)
+    write_settings(root / "data", http_parser=request.param, request_head_seconds=HEAD_SECONDS,
+                   request_body_idle_seconds=BODY_IDLE_SECONDS)
     srv = start_server(root / "data", root / "server.log", "--workers", "0")
     yield Wire(srv, srv.create_key())
     srv.stop()
@@ -271,14 +272,14 @@ def test_half_sent_headers_and_bodies_are_closed_and_slow_uploads_are_not(wire: 
             sock.sendall(sent)
             sockets[kind].append(sock)
 
-    # meanwhile a slow, steady upload: a piece every 4 s, for longer than a body may pause
+    # meanwhile a slow, steady upload: a piece every second, for longer than a body may pause
     slow: dict[str, httpx.Response] = {}
 
     def slow_upload() -> None:
         def pieces() -> Iterator[bytes]:
             yield b'--b\r\nContent-Disposition: form-data; name="file"; filename="slow.bin"\r\n\r\n'
-            for _ in range(BODY_IDLE_SECONDS // 4 + 3):
-                time.sleep(4)
+            for _ in range(BODY_IDLE_SECONDS + 3):
+                time.sleep(1)
                 yield b"\x01" * 1000
             yield b"\r\n--b--\r\n"
 
@@ -307,7 +308,19 @@ def test_half_sent_headers_and_bodies_are_closed_and_slow_uploads_are_not(wire: 
                 sock.close()
         uploader.join(120)
     assert slow["answer"].status_code == 201, slow["answer"].text
-    assert slow["answer"].json()["sizeBytes"] == (BODY_IDLE_SECONDS // 4 + 3) * 1000
+    assert slow["answer"].json()["sizeBytes"] == (BODY_IDLE_SECONDS + 3) * 1000
+
+
+def test_the_stall_limits_are_settings_whose_defaults_are_the_documented_ones() -> None:
+    from localapi.config import Settings
+    from localapi.http import protocol
+
+    assert (Settings().request_head_seconds, Settings().request_body_idle_seconds) == (10, 20)
+    for parser in ("h11", "httptools"):
+        default = protocol.http_protocol(parser)
+        assert (default.head_seconds, default.body_idle_seconds) == (10, 20)  # type: ignore[attr-defined]
+        short = protocol.http_protocol(parser, 2, 4)
+        assert issubclass(short, default) and (short.head_seconds, short.body_idle_seconds) == (2, 4)  # type: ignore[attr-defined]
 
 
 # --------------------------------------------------------------------------- malformed requests: problem+json
