@@ -1,4 +1,5 @@
-# FileKiln: `make run` (desktop app), `make serve` (headless API), `make test` (whole suite).
+# FileKiln: `make run` (desktop app), `make serve` (headless API), `make test` (whole suite), `make check`
+# (lint, types and the quick tests: the inner loop).
 # Each target creates .venv and installs what it needs on a fresh clone.
 
 PYTHON ?= python3
@@ -13,7 +14,7 @@ CKSUM := $(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 APP_STAMP := $(VENV)/.installed-$(CKSUM)-$(subst $(comma),_,$(APP_EXTRAS))
 TEST_STAMP := $(VENV)/.installed-$(CKSUM)-$(subst $(comma),_,$(TEST_EXTRAS))
 
-.PHONY: run serve test test-scale test-scale-full lint typecheck venv venv-test bench lock clean
+.PHONY: run serve test check test-scale test-scale-full lint typecheck venv venv-test bench lock clean
 
 venv: $(APP_STAMP)
 venv-test: $(TEST_STAMP)
@@ -53,13 +54,32 @@ typecheck: venv-test
 	$(VENV)/bin/mypy converters localapi filekiln desktop
 
 SCALE_DIRS := tests/api tests/hostile tests/workflows
+# on both cores; a module's tests on one worker, so that they share its server (docs/testing.md)
+PARALLEL := -n 2 --dist loadscope
 
-# each phase says how long it took (scripts/timed)
+# the whole suite; each phase says how long it took (scripts/timed)
 test:
 	@scripts/timed "venv" $(MAKE) --no-print-directory venv-test
 	@scripts/timed "lint and types" $(MAKE) --no-print-directory lint typecheck
-	@scripts/timed "suite" env QT_QPA_PLATFORM=offscreen $(VENV)/bin/pytest -q
+	@scripts/timed "suite" env QT_QPA_PLATFORM=offscreen $(VENV)/bin/pytest -q $(PARALLEL)
 	@scripts/timed "scale contract suite" $(MAKE) --no-print-directory test-scale
+
+# the inner loop, in about 3 minutes: lint, types, and the tests that start no server and run no heavy
+# engine (LibreOffice, Calibre, a model, a video encode, a real X window); `make test` before a push
+CHECK_TESTS := tests/core tests/converters tests/desktop tests/api/test_event_stream_order.py
+CHECK_LEAVES_OUT := tests/core/test_doctor.py tests/core/test_embedded.py tests/core/test_cli.py \
+	tests/core/test_migrations.py tests/core/test_bells.py tests/core/test_child_pool.py tests/core/test_signals.py \
+	tests/core/test_deploy_files.py tests/core/test_workdirs.py tests/converters/test_ai_tools.py \
+	tests/converters/test_pdf_signing.py tests/converters/test_font_tools.py tests/converters/test_document_tools.py \
+	tests/converters/test_video_tools.py tests/converters/test_transcribe_tool.py tests/converters/test_ebook_tools.py \
+	tests/converters/test_vector_metafiles.py tests/desktop/test_job_rows.py tests/desktop/test_job_events.py \
+	tests/desktop/test_screenshots.py tests/desktop/test_watch_panel.py tests/desktop/test_workflows_ui.py \
+	tests/desktop/test_folder_batches.py tests/desktop/test_keys_and_api.py tests/desktop/test_long_jobs.py \
+	tests/desktop/test_convert_window.py tests/desktop/test_single_instance.py
+
+check: lint typecheck
+	@scripts/timed "quick tests" env QT_QPA_PLATFORM=offscreen $(VENV)/bin/pytest -q $(PARALLEL) -m "not slow" \
+		$(CHECK_TESTS) $(addprefix --ignore=,$(CHECK_LEAVES_OUT))
 
 # the end-to-end tests marked `backends` once more, on PostgreSQL, Redis and an S3-compatible bucket
 # (tests/backends.py); the back-ends' own contract tests run in the first pass (docs/testing.md)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import socket
@@ -62,13 +63,35 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+# the directories whose modules start servers and take the longest go first: with pytest-xdist, the many
+# short modules of the others then even out the workers' ends (docs/testing.md)
+HEAVY_FIRST = ("tests/api/", "tests/workflows/", "tests/hostile/")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The scale run (tests/backends.py) leaves out the tests marked ``embedded``: deselected, not skipped."""
+    """The heavy directories first; the scale run (tests/backends.py) leaves out the tests marked
+    ``embedded``: deselected, not skipped."""
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::")[0]
+        return next((n for n, prefix in enumerate(HEAVY_FIRST) if path.startswith(prefix)), len(HEAVY_FIRST))
+
+    items.sort(key=rank)  # stable: each directory keeps its order
     if not SCALE:
         return
     kept = [item for item in items if item.get_closest_marker("embedded") is None]
     config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker("embedded")])
     items[:] = kept
+
+
+@pytest.fixture(autouse=True)
+def scheduling_as_found() -> Iterator[None]:
+    """Each test leaves the test process's scheduling policy as it found it. An engine run in process can
+    change it: SVT-AV1 puts the calling thread under SCHED_FIFO when it runs as root, and every server a
+    later test starts would inherit that."""
+    policy = os.sched_getscheduler(0) if hasattr(os, "sched_getscheduler") else None
+    yield
+    if policy is not None and os.sched_getscheduler(0) != policy:
+        os.sched_setscheduler(0, policy, os.sched_param(0))
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -281,8 +304,10 @@ def png_bytes(width: int = 64, height: int = 48, color: tuple[int, int, int] = (
     return buf.getvalue()
 
 
+@functools.lru_cache(maxsize=8)
 def image_pdf_bytes(pages: int = 2, size: int = 1200, seed: int = 1) -> bytes:
-    """An image-heavy PDF: each page a photo-like noisy gradient plus a line of text."""
+    """An image-heavy PDF: each page a photo-like noisy gradient plus a line of text. Made once per process
+    for each size: the 40-page one the slow-job tests share takes some 20 s to make."""
     import numpy as np
     import pymupdf as fitz
     from PIL import Image

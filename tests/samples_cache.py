@@ -12,7 +12,9 @@ import fnmatch
 import hashlib
 import io
 import os
+import shutil
 import tarfile
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -32,9 +34,17 @@ def sdist_files(project: str, version: str, *patterns: str) -> list[Path]:
     (``fnmatch`` on the path inside the archive, e.g. ``"*/tests/data/*.srt"``), sorted."""
     folder = cache_dir() / f"{project}-{version}"
     done = folder / ".complete"
-    if not done.exists():
-        fetch_sdist(project, version, folder)
-        done.touch()
+    if not done.exists():  # written beside, then renamed into place: a parallel run sees all of it or none
+        staging = Path(tempfile.mkdtemp(prefix=f".{project}-", dir=cache_dir()))
+        fetch_sdist(project, version, staging)
+        (staging / ".complete").touch()
+        try:
+            staging.rename(folder)
+        except OSError:  # another process put it there first (or an old partial copy is in the way)
+            shutil.rmtree(staging, ignore_errors=True)
+            if not done.exists():
+                shutil.rmtree(folder, ignore_errors=True)
+                return sdist_files(project, version, *patterns)
     found = [path for path in folder.rglob("*") if path.is_file() and path != done
              and any(fnmatch.fnmatch(path.relative_to(folder).as_posix(), pattern) for pattern in patterns)]
     assert found, f"no file of {project} {version}'s sdist matches {patterns}"

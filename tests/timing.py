@@ -1,5 +1,5 @@
-"""The suite's own clock: at the end of a run, the time each test directory took, the slowest tests, and
-how many ``filekiln serve`` processes the run started (docs/testing.md says what to make of them).
+"""The suite's own clock: at the end of a run, the time each test directory took, the slowest modules and
+tests, and how many ``filekiln serve`` processes the run started (docs/testing.md says what to make of them).
 
 Times are each test's setup, call and teardown added up, so a module-scoped server counts once, against
 the test that started it. Under pytest-xdist the reports come to the controller and are added up there;
@@ -8,6 +8,7 @@ the servers are counted in a file that every worker appends to (``FILEKILN_TEST_
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import time
@@ -18,6 +19,7 @@ import pytest
 
 SLOWEST = 25
 COUNT_VAR = "FILEKILN_TEST_SERVER_COUNT"
+TIMES_VAR = "FILEKILN_TEST_TIMES"  # a file to write every test's time to, as JSON
 
 
 def count_server() -> None:
@@ -62,9 +64,18 @@ class SuiteClock:
             write(f"{name:<28}{len(times):>7}{sum(times):>10.1f}")
         write(f"{'all (test time)':<28}{len(self.durations):>7}{sum(self.durations.values()):>10.1f}")
         write(f"wall time {wall:.1f} s; filekiln serve processes started: {servers}")
+        by_module: dict[str, float] = defaultdict(float)
+        for nodeid, seconds in self.durations.items():
+            by_module[nodeid.split("::")[0]] += seconds
+        write(f"the {SLOWEST} slowest modules:")
+        for module, seconds in sorted(by_module.items(), key=lambda item: -item[1])[:SLOWEST]:
+            write(f"{seconds:8.1f} s  {module}")
         write(f"the {SLOWEST} slowest tests (setup + call + teardown):")
         for nodeid, seconds in sorted(self.durations.items(), key=lambda item: -item[1])[:SLOWEST]:
             write(f"{seconds:8.1f} s  {nodeid}")
+        saved = os.environ.get(TIMES_VAR)
+        if saved:  # every test's time, for a closer look (docs/testing.md)
+            Path(saved).write_text(json.dumps(dict(sorted(self.durations.items())), indent=0))
 
 
 def pytest_configure(config: pytest.Config) -> None:
