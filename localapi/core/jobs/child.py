@@ -152,6 +152,45 @@ def _lower_priority() -> None:
             os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
         except OSError:
             pass  # as above: nice 10 then
+    if sys.platform.startswith("linux"):
+        _give_up_raising_priority()
+
+
+CAP_SYS_NICE = 23
+PR_CAPBSET_DROP = 24
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+
+def _give_up_raising_priority() -> None:
+    """Drop CAP_SYS_NICE, so that neither the conversion nor what it starts can climb back above the service.
+
+    Running as root (a container, a system service), a process may raise its own scheduling priority,
+    and some engines do: SVT-AV1 puts its threads, and the thread that called it, under ``SCHED_FIFO``,
+    real-time, above every normal process. An AV1 encode then took the CPU from the API and the desktop
+    outright. Without the capability the engine's request is refused (SVT-AV1 warns and encodes on).
+    """
+    import ctypes
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        header, data = Header(LINUX_CAPABILITY_VERSION_3, 0), (Data * 2)()
+        if libc.capget(ctypes.byref(header), data) != 0 or not data[0].permitted & (1 << CAP_SYS_NICE):
+            return  # an ordinary user holds no such capability: nothing to give up
+        libc.prctl(PR_CAPBSET_DROP, CAP_SYS_NICE, 0, 0, 0)  # nor for the programs it runs
+        keep = ~(1 << CAP_SYS_NICE) & 0xFFFFFFFF
+        data[0].effective &= keep
+        data[0].permitted &= keep
+        data[0].inheritable &= keep
+        libc.capset(ctypes.byref(header), data)
+    except (OSError, AttributeError):
+        pass  # no capget in this libc: the conversion keeps what it has
 
 
 def _warm_up() -> None:
