@@ -3,6 +3,10 @@
 # Each target creates .venv and installs what it needs on a fresh clone.
 
 PYTHON ?= python3
+# FileKiln's own modules are compiled once and read from __pycache__ after that, even where the environment
+# sets PYTHONDONTWRITEBYTECODE: otherwise every server, worker and conversion child the suite starts compiles
+# them again (a second of CPU per server start)
+unexport PYTHONDONTWRITEBYTECODE
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip

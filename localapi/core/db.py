@@ -142,10 +142,29 @@ class SqliteDatabase(Database):
         # Re-entrant: a write inside a transaction on the same thread is part of that transaction.
         self._writing = threading.RLock()
         path.parent.mkdir(parents=True, exist_ok=True)
-        if _version(self.connect()) != SCHEMA_HEAD:
+        if _version(self.connect()) != SCHEMA_HEAD and not self._create_from_snapshot():
             from localapi.core.migrate import upgrade
 
             upgrade(f"sqlite:///{path}")
+
+    def _create_from_snapshot(self) -> bool:
+        """A new database gets the schema at :data:`SCHEMA_HEAD` from the snapshot beside the migrations
+        (``sqlite-head.sql``, the statements Alembic's run leaves in ``sqlite_master``), so that a first
+        start does without SQLAlchemy and Alembic. False when the database is not new, or the snapshot is
+        of another revision: then Alembic upgrades it. Processes that start together take turns under the
+        write lock; the one that comes second finds the tables there and the revision at head."""
+        from localapi.core.migrate import sqlite_snapshot
+
+        revision, statements = sqlite_snapshot()
+        if revision != SCHEMA_HEAD:
+            return False
+        with self.transaction() as conn:
+            if conn.execute("select count(*) from sqlite_master").fetchone()[0]:
+                return _version(conn) == SCHEMA_HEAD
+            for statement in statements:
+                conn.execute(statement)
+            conn.execute("insert into alembic_version (version_num) values (?)", (SCHEMA_HEAD,))
+        return True
 
     def connect(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,7 @@ from typing import Any
 import httpx
 
 from localapi.core.db import SCHEMA_HEAD, PostgresDatabase, SqliteDatabase
-from localapi.core.migrate import scripts
+from localapi.core.migrate import SNAPSHOT, dump_sqlite_schema, scripts, upgrade
 from tests.conftest import png_bytes, start_server, upload, wait_job
 from tests.postgres import PostgresServer
 
@@ -29,6 +31,49 @@ def test_the_code_knows_the_newest_migration() -> None:
     config = Config()
     config.set_main_option("script_location", str(scripts()))
     assert ScriptDirectory.from_config(config).get_heads() == [SCHEMA_HEAD]
+
+
+def sqlite_master(path: Path) -> set[tuple[str, str, str, str | None]]:
+    conn = sqlite3.connect(path)
+    try:
+        return set(conn.execute("select type, name, tbl_name, sql from sqlite_master").fetchall())
+    finally:
+        conn.close()
+
+
+def test_the_sqlite_snapshot_is_what_the_migrations_make() -> None:
+    assert (scripts() / SNAPSHOT).read_text(encoding="utf-8") == dump_sqlite_schema(), (
+        f"{SNAPSHOT} is not the schema of the newest migration: run `python -m localapi.core.migrate`")
+
+
+def test_a_new_sqlite_database_is_made_from_the_snapshot_without_alembic_as_alembic_makes_it(tmp_path: Path) -> None:
+    made = tmp_path / "new" / "filekiln.db"
+    code = ("import sys; from pathlib import Path; from localapi.core.db import SqliteDatabase; "
+            f"SqliteDatabase(Path({str(made)!r})).close(); "
+            "print(sorted(m for m in ('alembic', 'sqlalchemy') if m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert run.stdout.strip() == "[]", run.stdout  # neither was imported
+    upgrade(f"sqlite:///{tmp_path / 'alembic.db'}")
+    assert sqlite_master(made) == sqlite_master(tmp_path / "alembic.db")
+    db = SqliteDatabase(made)  # opened again: at head, nothing more to do
+    try:
+        assert [tuple(r) for r in db.all("select version_num from alembic_version")] == [(SCHEMA_HEAD,)]
+        db.execute("insert into settings (name, value) values (?, ?)", "t", "x")
+    finally:
+        db.close()
+
+
+def test_processes_that_make_a_new_sqlite_database_together_make_it_once(tmp_path: Path) -> None:
+    path = tmp_path / "filekiln.db"
+    code = f"from pathlib import Path; from localapi.core.db import SqliteDatabase; SqliteDatabase(Path({str(path)!r}))"
+    starters = [subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    for starter in starters:
+        _, err = starter.communicate(timeout=60)
+        assert starter.returncode == 0, err
+    assert sqlite_master(path) == sqlite_master(SqliteDatabase(tmp_path / "one.db").path)
+    conn = sqlite3.connect(path)
+    assert conn.execute("select version_num from alembic_version").fetchall() == [(SCHEMA_HEAD,)]
+    conn.close()
 
 
 def columns_sqlite(db: SqliteDatabase) -> dict[str, set[str]]:

@@ -10,8 +10,6 @@ import threading
 import time
 from typing import Any
 
-import httpx
-
 from localapi import __version__
 from localapi.core.db import new_id, now
 from localapi.core.jobs.events import JobEvent
@@ -253,6 +251,8 @@ class Dispatcher:
 
     def send(self, delivery_id: str) -> None:
         """One attempt of one claimed delivery, and its outcome recorded."""
+        import httpx  # here, not at the top: a server that has no webhook to send starts without it
+
         row = self.db.one("select * from webhook_deliveries where id = ?", delivery_id)
         if row is None or row["status"] != DeliveryStatus.PENDING:
             return
@@ -281,6 +281,8 @@ class Dispatcher:
                                                          else ""))
 
     def _post(self, url: str, body: bytes, delivery_id: str, secret: str) -> int:
+        import httpx
+
         address = self.hooks.policy.resolve(url)
         target = httpx.URL(url)
         headers = {"Host": target.netloc.decode("ascii"), "Content-Type": "application/json",
