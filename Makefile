@@ -58,18 +58,20 @@ typecheck: venv-test
 	$(VENV)/bin/mypy converters localapi filekiln desktop
 
 SCALE_DIRS := tests/api tests/hostile tests/workflows
-# pytest-xdist: a module's tests on one worker, so that they share its server. make check runs on both
-# cores; make test one test at a time unless asked (make test PARALLEL="-n 2 --dist loadscope", about 13
-# minutes faster): conversions run under SCHED_IDLE, and beside the other worker's engines the tests that
-# race a conversion against a short timeout can lose (docs/testing.md)
+# pytest-xdist: a module's tests on one worker, so that they share its server; make test and make check
+# run on both cores (make test PARALLEL= for one test at a time). Conversions run under SCHED_IDLE, and
+# beside the other worker's engines one can wait seconds for a core: the tests marked `alone`, which hold
+# a conversion to a 2 s tool timeout, run after the parallel pass with the machine to themselves
+# (docs/testing.md)
 BOTH_CORES := -n 2 --dist loadscope
-PARALLEL ?=
+PARALLEL ?= $(BOTH_CORES)
 
 # the whole suite; each phase says how long it took (scripts/timed)
 test:
 	@scripts/timed "venv" $(MAKE) --no-print-directory venv-test
 	@scripts/timed "lint and types" $(MAKE) --no-print-directory lint typecheck
-	@scripts/timed "suite" env QT_QPA_PLATFORM=offscreen $(VENV)/bin/pytest -q $(PARALLEL)
+	@scripts/timed "suite" env QT_QPA_PLATFORM=offscreen $(VENV)/bin/pytest -q $(PARALLEL) -m "not alone"
+	@scripts/timed "suite, tests alone" env QT_QPA_PLATFORM=offscreen $(VENV)/bin/pytest -q -m alone
 	@scripts/timed "scale contract suite" $(MAKE) --no-print-directory test-scale
 
 # the inner loop, in about 3 minutes: lint, types, and the tests that start no server and run no heavy

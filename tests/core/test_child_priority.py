@@ -1,4 +1,4 @@
-"""A conversion child stays below the service whatever its engine asks for (localapi/core/jobs/child.py)."""
+"""A conversion child stays below the service whatever its engine asks for (localapi/core/jobs/priority.py)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDL
 CHILD = """
 import os, sys
 import av, numpy as np
-from localapi.core.jobs.child import _lower_priority
+from localapi.core.jobs.priority import lower_priority
 
-_lower_priority()
+lower_priority()
 with av.open(sys.argv[1], "w") as out:
     stream = out.add_stream("libsvtav1", rate=10)
     stream.width, stream.height, stream.pix_fmt = 64, 64, "yuv420p"

@@ -309,6 +309,7 @@ def test_the_bomb_samples_are_small_and_inflate_to_gigabytes() -> None:
     assert inflated_size(data) == (256 << 20) + 4
 
 
+@pytest.mark.alone  # a conversion starved by a parallel test's work would reach the 2 s timeout
 @pytest.mark.parametrize("capped", [SHORT], indirect=True, ids=["short-timeouts"])
 def test_content_stream_flate_bomb_fails_within_the_timeout_and_memory_cap(
         capped: tuple[Server, httpx.Client]) -> None:
@@ -361,6 +362,7 @@ def create_two(client: httpx.Client, tool: str, file_ids: list[str], params: dic
     return client.post("/jobs", json={"tool": tool, "inputFileIds": file_ids, "params": params})
 
 
+@pytest.mark.alone  # a conversion starved by a parallel test's work would reach the 2 s timeout
 @pytest.mark.parametrize("capped", [SHORT], indirect=True, ids=["short-timeouts"])
 def test_compare_and_sign_get_through_the_bombs(capped: tuple[Server, httpx.Client], pages_pdf: bytes,
                                                tmp_path: Path) -> None:

@@ -121,6 +121,7 @@ def test_100000_pages_are_refused_by_every_tool_that_goes_through_them(
     assert_service_still_works(server, client)
 
 
+@pytest.mark.alone  # a conversion starved by a parallel test's work would reach the 2 s timeout
 @pytest.mark.parametrize("capped", [SHORT], indirect=True, ids=["short-timeouts"])
 def test_content_stream_bomb_ends_every_toolbox_job_within_the_timeout_and_memory_cap(
         capped: tuple[Server, httpx.Client]) -> None:  # noqa: F811 - the fixture
@@ -148,6 +149,7 @@ def test_content_stream_bomb_ends_every_toolbox_job_within_the_timeout_and_memor
     assert_service_still_works(server, client)
 
 
+@pytest.mark.alone  # a conversion starved by a parallel test's work would reach the 2 s timeout
 @pytest.mark.parametrize("capped", [SHORT], indirect=True, ids=["short-timeouts"])
 def test_image_bomb_is_decoded_only_as_far_as_each_toolbox_job_needs(
         capped: tuple[Server, httpx.Client]) -> None:  # noqa: F811 - the fixture

@@ -27,10 +27,11 @@ CANCEL_CHECK_INTERVAL = 0.2
 
 
 def child_command() -> list[str]:
-    """How to start a conversion child, from a source tree or a frozen build."""
+    """How to start a conversion child, from a source tree or a frozen build: the app's own entry, which
+    lowers the child's priority before it imports anything heavy (localapi/core/jobs/priority.py)."""
     if getattr(sys, "frozen", False):
         return [sys.executable, "_child"]
-    return [sys.executable, "-m", "localapi.core.jobs.child"]
+    return [sys.executable, "-m", "filekiln", "_child"]
 
 
 @dataclass
