@@ -12,22 +12,25 @@ import json
 import os
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
 
 SLOWEST = 25
+SERVER_MODULES = 15
 COUNT_VAR = "FILEKILN_TEST_SERVER_COUNT"
 TIMES_VAR = "FILEKILN_TEST_TIMES"  # a file to write every test's time to, as JSON
 
 
 def count_server() -> None:
-    """Called by every server start: one line in the run's count file (writes under PIPE_BUF are atomic)."""
+    """Called by every server start: one line in the run's count file, naming the module of the test that
+    started it (writes under PIPE_BUF are atomic)."""
     path = os.environ.get(COUNT_VAR)
     if path:
+        module = os.environ.get("PYTEST_CURRENT_TEST", "?").split("::")[0]
         with open(path, "a") as f:
-            f.write("1\n")
+            f.write(f"{module}\n")
 
 
 def _directory(nodeid: str) -> str:
@@ -55,8 +58,9 @@ class SuiteClock:
         by_dir: dict[str, list[float]] = defaultdict(list)
         for nodeid, seconds in self.durations.items():
             by_dir[_directory(nodeid)].append(seconds)
-        servers = len(Path(self.count_file).read_text().splitlines())
+        started = Path(self.count_file).read_text().splitlines()
         Path(self.count_file).unlink(missing_ok=True)
+        servers = len(started)
         write = terminalreporter.write_line
         terminalreporter.section("where the time went")
         write(f"{'directory':<28}{'tests':>7}{'seconds':>10}")
@@ -70,6 +74,9 @@ class SuiteClock:
         write(f"the {SLOWEST} slowest modules:")
         for module, seconds in sorted(by_module.items(), key=lambda item: -item[1])[:SLOWEST]:
             write(f"{seconds:8.1f} s  {module}")
+        write("the modules that started the most servers:")
+        for module, count in Counter(started).most_common(SERVER_MODULES):
+            write(f"{count:8d}    {module}")
         write(f"the {SLOWEST} slowest tests (setup + call + teardown):")
         for nodeid, seconds in sorted(self.durations.items(), key=lambda item: -item[1])[:SLOWEST]:
             write(f"{seconds:8.1f} s  {nodeid}")
