@@ -39,8 +39,8 @@ def raw_upload(client: httpx.Client, filename: str, data: bytes) -> httpx.Respon
 
 
 @pytest.mark.parametrize("name", NASTY_NAMES)
-@pytest.mark.fresh_server
 def test_upload_names_are_sanitized_and_never_used_on_disk(client: httpx.Client, server: Server, name: str) -> None:
+    before = files_on_disk(server.data_dir)  # the module's server: its tests run one after the other
     r = raw_upload(client, name, png_bytes())
     if r.status_code == 400:  # a name that breaks the multipart headers is a malformed request
         assert_problem(r, 400, "malformed_request")
@@ -50,7 +50,7 @@ def test_upload_names_are_sanitized_and_never_used_on_disk(client: httpx.Client,
     shown = ref["originalName"]
     assert shown and "/" not in shown and "\\" not in shown and not shown.startswith(".")
     assert not any(ord(c) < 32 or c in "\u202a\u202b\u202c\u202d\u202e" for c in shown), shown
-    assert files_on_disk(server.data_dir) == {ref["id"]}
+    assert files_on_disk(server.data_dir) - before == {ref["id"]}  # stored under its id, and nothing else
     assert not (server.data_dir.parent / "x.png").exists()
     job = client.post("/jobs", json={"tool": "image-convert", "inputFileIds": [ref["id"]],
                                      "outputFormat": "jpg"}).json()
