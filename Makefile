@@ -78,7 +78,7 @@ test:
 # engine (LibreOffice, Calibre, a model, a video encode, a real X window); `make test` before a push
 CHECK_TESTS := tests/core tests/converters tests/desktop tests/api/test_event_stream_order.py
 CHECK_LEAVES_OUT := tests/core/test_doctor.py tests/core/test_embedded.py tests/core/test_cli.py \
-	tests/core/test_migrations.py tests/core/test_bells.py tests/core/test_child_pool.py tests/core/test_signals.py \
+	tests/core/test_migrations.py tests/core/test_backend_contract.py tests/core/test_bells.py tests/core/test_child_pool.py tests/core/test_signals.py \
 	tests/core/test_deploy_files.py tests/core/test_workdirs.py tests/converters/test_ai_tools.py \
 	tests/converters/test_pdf_signing.py tests/converters/test_font_tools.py tests/converters/test_document_tools.py \
 	tests/converters/test_video_tools.py tests/converters/test_transcribe_tool.py tests/converters/test_ebook_tools.py \

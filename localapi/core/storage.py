@@ -16,6 +16,7 @@ input it just received costs no second transfer.
 
 from __future__ import annotations
 
+import errno
 import io
 import logging
 import os
@@ -84,10 +85,14 @@ class LocalBlobs:
         return target.stat().st_size
 
     def local(self, file_id: str) -> Path:
-        return self.path(file_id)
+        """The blob's path; FileNotFoundError when its bytes are gone, as from a bucket."""
+        path = self.path(file_id)
+        if not path.is_file():
+            raise FileNotFoundError(errno.ENOENT, "the file's bytes are gone", str(path))
+        return path
 
     def fetch(self, file_id: str, dest_dir: Path) -> Path:
-        return self.path(file_id)  # read in place: the data dir is this machine's
+        return self.local(file_id)  # read in place: the data dir is this machine's
 
     def open(self, file_id: str) -> IO[bytes]:
         return open(self.path(file_id), "rb")  # noqa: SIM115 - the caller closes it

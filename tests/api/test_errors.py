@@ -225,6 +225,16 @@ def test_a_result_past_its_retention_is_410_before_the_purge_comes(server: Serve
     assert client.get(f"/jobs/{job['id']}").json()["status"] == "DONE"  # the job itself is still there
 
 
+def test_an_input_whose_bytes_were_just_purged_is_410_not_a_job_that_cannot_start(
+        server: Server, client: httpx.Client) -> None:
+    ref = upload(client, "a.png", png_bytes())
+    stored = server.data_dir / "files" / ref["id"][5:7] / ref["id"]
+    stored.unlink()  # the purge took the bytes; its record goes a moment later
+    answer = client.post("/jobs", json={"tool": "image-convert", "inputFileIds": [ref["id"]]})
+    assert_problem(answer, 410, "file_expired")
+    assert client.get("/jobs").json()["items"] == []  # no job was made
+
+
 def test_rate_limit_gives_429_with_retry_after(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()

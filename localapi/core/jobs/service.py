@@ -74,7 +74,10 @@ class JobService:
                     f"inputFileIds.{index}": [f"no file {file_id!r}"]}) from None
             check_input_file(tool, f.original_name, f.format, f.size_bytes)
             stored.append(f)
-        inputs = [InputFile(self.files.path_of(f.id), f.format or "", f.original_name) for f in stored]
+        try:
+            inputs = [InputFile(self.files.path_of(f.id), f.format or "", f.original_name) for f in stored]
+        except FileNotFoundError:  # its record is there, its bytes were purged a moment ago
+            raise Gone("An input file is no longer kept; upload it again.", code="file_expired") from None
         precheck(tool, model, inputs, self.switches.tool_env, self.data_dir)
         return tool, model, fmt, stored
 
