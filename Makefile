@@ -63,7 +63,10 @@ SCALE_DIRS := tests/api tests/hostile tests/workflows
 # beside the other worker's engines one can wait seconds for a core: the tests marked `alone`, which hold
 # a conversion to a 2 s tool timeout, run after the parallel pass with the machine to themselves
 # (docs/testing.md)
-BOTH_CORES := -n 2 --dist loadscope
+# --no-loadscope-reorder: xdist would hand out the modules with the most tests first, which put the
+# few-test, minute-long cluster and fair-share modules at the very end of the run; the collection order
+# (tests/conftest.py: the directories that start servers first) is kept instead
+BOTH_CORES := -n 2 --dist loadscope --no-loadscope-reorder
 PARALLEL ?= $(BOTH_CORES)
 
 # the whole suite; each phase says how long it took (scripts/timed)
