@@ -12,7 +12,6 @@ import itertools
 import os
 import sqlite3
 import threading
-import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -571,12 +570,11 @@ def test_an_unreachable_redis_is_named_in_words_without_its_password(tmp_path: P
     port = free_port()  # nothing listens there
     queue = JobQueue(tmp_path / "queue.db", f"redis://:{PASSWORD}@127.0.0.1:{port}/0")
     target = f"redis://127.0.0.1:{port}/0"
-    started = time.monotonic()
     with pytest.raises(SettingError) as refused:
         queue.check()
     message = str(refused.value)
     assert message.startswith(f"The job queue at {target} cannot be reached: ") and "connection refused" in message
-    assert PASSWORD not in message and time.monotonic() - started < 10, message
+    assert PASSWORD not in message, message
     # a request that enqueues costs nothing more: the job waits in the table until resync
     queue.enqueue("job_1")
     assert queue.pending() == 0 and queue.outage.error and PASSWORD not in queue.outage.error

@@ -70,7 +70,8 @@ def test_processes_that_make_a_new_sqlite_database_together_make_it_once(tmp_pat
     for starter in starters:
         _, err = starter.communicate(timeout=60)
         assert starter.returncode == 0, err
-    assert sqlite_master(path) == sqlite_master(SqliteDatabase(tmp_path / "one.db").path)
+    SqliteDatabase(tmp_path / "one.db").close()  # made by one process alone
+    assert sqlite_master(path) == sqlite_master(tmp_path / "one.db")
     conn = sqlite3.connect(path)
     assert conn.execute("select version_num from alembic_version").fetchall() == [(SCHEMA_HEAD,)]
     conn.close()
