@@ -58,6 +58,7 @@ class Desktop:
     workers_started: bool = False
     _closed: bool = field(default=False, repr=False)
     _workers_thread_done: threading.Event = field(default_factory=threading.Event, repr=False)
+    _tools_asked: int = field(default=0, repr=False)  # refresh_tools calls so far: only the newest read counts
 
     @classmethod
     def create(cls, service: Service, server: ApiServer | None = None,
@@ -100,8 +101,13 @@ class Desktop:
     def refresh_tools(self) -> None:
         """Tool availability can change (a tool disabled, an engine installed): read it again, off the GUI thread."""
 
+        self._tools_asked += 1
+        asked = self._tools_asked
+
         def changed(infos: list[ToolInfo]) -> None:
-            if infos != self.tools.tools:
+            # two reads can overlap on the pool's two threads; one begun before a switch changed may end
+            # after the read begun after it, and must not put the old availability back
+            if asked == self._tools_asked and infos != self.tools.tools:
                 self.tools.set_tools(infos)
 
         self.background.run(lambda: self.read_tools(self.service), changed)
