@@ -45,6 +45,10 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
     workers: int = 2
+    # conversion processes are started with the workers, one for each and a spare, so that the first jobs
+    # do not wait for one to import Python and the engines; false: each is started for the first job that
+    # finds none free, and kept for the next (less CPU at start for a server that may run few jobs)
+    warm_children: bool = True
     # a key (or the desktop and CLI, as one caller) runs at most this many jobs at once; 0: any free worker
     max_running_jobs_per_key: int = 0
     retention_days: float = 7.0

@@ -92,6 +92,13 @@ def backend_env(data_dir: Path) -> dict[str, str]:
     return BACKENDS.env(data_dir) if SCALE else {}
 
 
+# A FileKiln process a test starts has no conversion children started ahead of its first job (each
+# costs a CPU-second or more to import; most test servers run a few jobs or none): the tests of the
+# warm pool itself, and of the latency it buys, ask for it (``start_server(..., warm_children=True)``).
+COLD_CHILDREN = {"FILEKILN_WARM_CHILDREN": "false"}
+
+
 def process_env(data_dir: Path, base: dict[str, str] | None = None) -> dict[str, str]:
-    """``base`` (else this process's environment) with the back-ends of ``data_dir``."""
-    return {**(os.environ if base is None else base), **backend_env(data_dir)}
+    """``base`` (else this process's environment) with the back-ends of ``data_dir``, and children
+    started as jobs need them (unless ``base`` says otherwise)."""
+    return {**COLD_CHILDREN, **(os.environ if base is None else base), **backend_env(data_dir)}

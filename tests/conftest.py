@@ -227,7 +227,10 @@ def run_cli(data_dir: Path, *args: str, check: bool = True, timeout: float = 120
     return result.stdout
 
 
-def start_server(data_dir: Path, log_path: Path, *extra: str, port: int | None = None) -> Server:
+def start_server(data_dir: Path, log_path: Path, *extra: str, port: int | None = None,
+                 warm_children: bool = False) -> Server:
+    """``filekiln serve`` on ``data_dir``, answering; ``warm_children``: its conversion children are
+    started with it, as a user's are (by default a test server starts each when a job first needs it)."""
     from tests.timing import count_server
 
     port = port or free_port()
@@ -235,7 +238,8 @@ def start_server(data_dir: Path, log_path: Path, *extra: str, port: int | None =
     log = open(log_path, "ab")  # noqa: SIM115 - kept open for the server's lifetime
     proc = subprocess.Popen(
         [sys.executable, "-m", "filekiln", "serve", "--data-dir", str(data_dir), "--port", str(port), *extra],
-        stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=process_env(data_dir),
+        stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+        env={**process_env(data_dir), "FILEKILN_WARM_CHILDREN": str(warm_children).lower()},
     )
     server = Server(data_dir, port, proc, log_path, list(extra))
     deadline = time.monotonic() + 120
@@ -252,14 +256,15 @@ def start_server(data_dir: Path, log_path: Path, *extra: str, port: int | None =
     raise AssertionError(f"server did not start:\n{server.log()}")
 
 
-def module_server(tmp_path_factory: pytest.TempPathFactory, name: str, **settings: Any) -> Iterator[Server]:
+def module_server(tmp_path_factory: pytest.TempPathFactory, name: str, *, warm_children: bool = False,
+                  **settings: Any) -> Iterator[Server]:
     """Body of a module-scoped ``server`` fixture: one server for a module whose tests can share it, with
-    ``settings`` in its settings.toml."""
+    ``settings`` in its settings.toml (``warm_children``: see :func:`start_server`)."""
     root = tmp_path_factory.mktemp(name)
     (root / "data").mkdir()
     if settings:
         write_settings(root / "data", **settings)
-    srv = start_server(root / "data", root / "server.log")
+    srv = start_server(root / "data", root / "server.log", warm_children=warm_children)
     yield srv
     srv.stop()
 

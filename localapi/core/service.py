@@ -94,7 +94,8 @@ class Service:
         worker = JobWorker(db, files, catalogue, JobSettings(
             jobs_dir=data / "jobs", models_dir=data / "models",
             tool_settings=dict(settings.tools), memory_limit_mb=settings.job_memory_limit_mb,
-            tool_timeouts=dict(settings.tool_timeouts), max_running_per_key=settings.max_running_jobs_per_key),
+            tool_timeouts=dict(settings.tool_timeouts), max_running_per_key=settings.max_running_jobs_per_key,
+            warm_children=settings.warm_children),
             enqueue=queue.enqueue, events=events, sealer=sealer)
         keys = KeyService(db)
         jobs = JobService(db, files, catalogue, switches, enqueue=queue.enqueue, data_dir=data, events=events,

@@ -19,12 +19,19 @@ from tests.conftest import (
     Server,
     image_pdf_bytes,
     install_settings,
+    module_server,
     process_env,
     start_server,
     upload,
     wait_job,
     write_settings,
 )
+
+
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The engine's tests share a server whose conversion children start with it, as a user's do."""
+    yield from module_server(tmp_path_factory, "engine", warm_children=True)
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +131,11 @@ def test_a_warm_child_is_recorded_by_the_claim_itself(server: Server, client: ht
     assert json.loads(events[2]["job"])["progress"] == 1
     children = psutil.Process(server.process.pid).children(recursive=True)
     assert child_pid in [c.pid for c in children]  # the child that ran it, kept warm for the next job
+    # with warm_children (the default) the pool keeps one child per worker and a spare, started ahead
+    deadline = time.monotonic() + 60
+    while len(psutil.Process(server.process.pid).children()) < 3 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(psutil.Process(server.process.pid).children()) >= 3
 
 
 def test_cancel_of_queued_job(tmp_path: Path, slow_pdf: bytes) -> None:

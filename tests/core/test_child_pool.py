@@ -53,6 +53,28 @@ def test_a_healthy_child_serves_again_without_a_refill(tmp_path: Path) -> None:
         pool.close()
 
 
+def test_a_pool_that_starts_nothing_ahead_keeps_the_children_jobs_gave_back(tmp_path: Path) -> None:
+    """``warm_children = false``: no child is started before a job asks; one a job started and gave back
+    healthy serves the next job, and the spawner never tops the pool up."""
+    pool = ChildPool(2, tmp_path / "children", ahead=False)
+    try:
+        pool.fill()  # as the worker does when it starts
+        time.sleep(0.5)
+        assert pool._idle == []
+        assert pool.take() is None  # the job starts its own
+        child = pool.new_child()
+        pool.give_back(child)
+        time.sleep(0.5)
+        assert [c.pid for c in pool._idle] == [child.pid]  # kept, and nothing started beside it
+        assert pool.take() is child
+        child.close()
+        pool.give_back(None)  # a failed job's child is not replaced ahead of the next job
+        time.sleep(0.5)
+        assert pool._idle == []
+    finally:
+        pool.close()
+
+
 def test_a_jobs_timeout_runs_from_the_childs_start_not_from_its_launch(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """On a busy machine a new child may take seconds to import Python and the engines; the job's

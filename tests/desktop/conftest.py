@@ -56,7 +56,8 @@ class Recorder:
 
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[Service]:
-    svc = Service.open(load_settings(tmp_path / "data", port=free_port()))
+    # children start as jobs need them: most of these tests run one job or none (tests/backends.py)
+    svc = Service.open(load_settings(tmp_path / "data", port=free_port(), warm_children=False))
     yield svc
     svc.close()
 

@@ -142,8 +142,11 @@ class ChildPool:
     unexpected engine error is never reused.
     """
 
-    def __init__(self, size: int, log_dir: Path) -> None:
+    def __init__(self, size: int, log_dir: Path, *, ahead: bool = True) -> None:
         self.size = size
+        # children started before any job asks: one per worker and SPARE_CHILDREN more; with ``ahead``
+        # false none is, and the pool keeps only the children jobs started and gave back
+        self.keep = size + SPARE_CHILDREN if ahead else 0
         self.log_dir = log_dir
         self._idle: list[Child] = []
         self._busy = 0  # children lent out to jobs
@@ -171,7 +174,7 @@ class ChildPool:
 
     def _short(self) -> bool:
         """Whether the pool holds fewer children than it keeps (the caller holds the lock)."""
-        return len(self._idle) + self._busy < self.size + SPARE_CHILDREN
+        return len(self._idle) + self._busy < self.keep
 
     def take(self) -> Child | None:
         """A started child, or None when none is ready (the caller then starts its own)."""

@@ -48,6 +48,7 @@ class JobSettings:
     memory_limit_mb: int = 0
     tool_timeouts: dict[str, float] = field(default_factory=dict)
     max_running_per_key: int = 0  # 0: no cap beyond the free workers
+    warm_children: bool = True  # start conversion children ahead of the first job (Settings.warm_children)
 
 
 class EngineSlots:
@@ -147,7 +148,7 @@ class JobWorker:
     # ---- lifecycle of the worker pool ----
 
     def start(self, workers: int) -> None:
-        self.children = ChildPool(workers, self.settings.jobs_dir / "_children")
+        self.children = ChildPool(workers, self.settings.jobs_dir / "_children", ahead=self.settings.warm_children)
         self.children.fill()
         self.slots.open(workers)
         self.work_dirs.keep = workers
