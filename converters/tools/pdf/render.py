@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
+import converters
 from converters.base import CamelParams, Context, ConversionError, InputFile, Tool, ToolEnv, atomic_output
 from converters.engines.mupdf import PYMUPDF, check_render_size, save_pdf
 from converters.engines.pictures import IMAGE_FORMATS, PILLOW, has_alpha, load_picture, open_image, precheck_images
@@ -226,14 +227,14 @@ def _markdown(
 ) -> list[str]:
     """Markdown per page through pymupdf4llm; one page at a time for progress and cancellation."""
     try:
-        import pymupdf4llm
+        llm = converters.pymupdf4llm()
     except ImportError:
         raise ConversionError("engine_missing", "Markdown output needs pymupdf4llm: pip install pymupdf4llm") from None
     chunks = []
     for done, index in enumerate(indexes, start=1):
         ctx.check_cancelled()
         # OCR belongs to the ocr tools; here a page without a text layer simply yields nothing.
-        chunks.append(pymupdf4llm.to_markdown(doc, pages=[index], use_ocr=False, show_progress=False).strip())
+        chunks.append(llm.to_markdown(doc, pages=[index], use_ocr=False, show_progress=False).strip())
         progress(done / len(indexes))
     return chunks
 
