@@ -95,13 +95,14 @@ check: lint typecheck
 		$(CHECK_TESTS) $(addprefix --ignore=,$(CHECK_LEAVES_OUT))
 
 # the end-to-end tests marked `backends` once more, on PostgreSQL, Redis and an S3-compatible bucket
-# (tests/backends.py); the back-ends' own contract tests run in the first pass (docs/testing.md)
+# (tests/backends.py); the back-ends' own contract tests run in the first pass (docs/testing.md). Each
+# xdist worker starts back-end servers of its own.
 test-scale: venv-test
-	QT_QPA_PLATFORM=offscreen FILEKILN_TEST_BACKENDS=scale $(VENV)/bin/pytest -q -m backends $(SCALE_DIRS)
+	QT_QPA_PLATFORM=offscreen FILEKILN_TEST_BACKENDS=scale $(VENV)/bin/pytest -q $(PARALLEL) -m backends $(SCALE_DIRS)
 
 # the whole API, hostile and workflow suite on those back-ends (about 40 minutes here)
 test-scale-full: venv-test
-	QT_QPA_PLATFORM=offscreen FILEKILN_TEST_BACKENDS=scale $(VENV)/bin/pytest -q $(SCALE_DIRS)
+	QT_QPA_PLATFORM=offscreen FILEKILN_TEST_BACKENDS=scale $(VENV)/bin/pytest -q $(PARALLEL) $(SCALE_DIRS)
 
 bench: venv-test
 	for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -269,17 +269,19 @@ def module_server(tmp_path_factory: pytest.TempPathFactory, name: str, *, warm_c
     srv.stop()
 
 
-@pytest.fixture(scope="module")
-def shared_server(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Server]:
-    """The server a module's tests share (jobs and files belong to a key, and each test has a key of its own)."""
-    yield from module_server(tmp_path_factory, request.module.__name__.rsplit(".", 1)[-1])
+@pytest.fixture(scope="session")
+def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The server the tests of every module without a server of its own share: one per session (under
+    xdist, per worker). Jobs and files belong to a key, and each test has a key of its own."""
+    yield from module_server(tmp_path_factory, "shared")
 
 
 @pytest.fixture
 def server(request: pytest.FixtureRequest) -> Iterator[Server]:
-    """The module's shared server; a server of the test's own, on its ``data_dir``, for a test marked
-    ``fresh_server``: one that changes what the whole server does (maintenance, disabled tools, a purge of
-    every file, a stop) or looks at what every key did (the log, the metrics)."""
+    """The shared server (:func:`shared_server`, or the module's own); a server of the test's own, on its
+    ``data_dir``, for a test marked ``fresh_server``: one that changes what the whole server does
+    (maintenance, disabled tools, a purge of every file, a stop) or looks at what every key did (the log,
+    the metrics)."""
     if request.node.get_closest_marker("fresh_server") is None:
         yield request.getfixturevalue("shared_server")
         return
@@ -309,25 +311,64 @@ def png_bytes(width: int = 64, height: int = 48, color: tuple[int, int, int] = (
     return buf.getvalue()
 
 
+DISTINCT_PAGES = 4
+
+
 @functools.lru_cache(maxsize=8)
 def image_pdf_bytes(pages: int = 2, size: int = 1200, seed: int = 1) -> bytes:
-    """An image-heavy PDF: each page a photo-like noisy gradient plus a line of text. Made once per process
-    for each size (the 40-page one the slow-job tests share takes about 2 s). The pixels go in as a
-    pixmap, which MuPDF deflates as it would a PNG's: encoding PNGs first took twenty times as long."""
+    """An image-heavy PDF: each page a photo-like noisy gradient plus a line of text naming the page.
+    Made once per process for each size. The pixels go in as a pixmap, stored as they are (encoding PNGs
+    first took twenty times as long); past ``DISTINCT_PAGES`` the pictures repeat, each page with a copy
+    of its own (an engine works on every page as hard; making 40 distinct 1400-pixel pictures took 5 s).
+    For a job that must run for seconds, :func:`slow_pdf_bytes` is nine times smaller."""
     import numpy as np
     import pymupdf as fitz
 
     rng = np.random.default_rng(seed)
     y, x = np.mgrid[0:size, 0:size]
     base = np.stack([(x * 255 // size), (y * 255 // size), ((x + y) * 127 // size)], axis=-1)
+    pictures = fitz.open()
+    for _ in range(min(pages, DISTINCT_PAGES)):
+        pixels = np.clip(base + rng.integers(0, 40, (size, size, 3)), 0, 255).astype("uint8")
+        page = pictures.new_page(width=595, height=842)
+        page.insert_image(fitz.Rect(40, 120, 555, 635), pixmap=fitz.Pixmap(fitz.csRGB, size, size, pixels.tobytes(), 0))
     doc = fitz.open()
     for n in range(pages):
-        pixels = np.clip(base + rng.integers(0, 40, (size, size, 3)), 0, 255).astype("uint8")
-        page = doc.new_page(width=595, height=842)
-        page.insert_image(fitz.Rect(40, 120, 555, 635), pixmap=fitz.Pixmap(fitz.csRGB, size, size, pixels.tobytes(), 0))
-        page.insert_text((50, 80), f"FileKiln sample page {n + 1}", fontsize=18)
+        doc.insert_pdf(pictures, from_page=n % DISTINCT_PAGES, to_page=n % DISTINCT_PAGES)
+        doc[n].insert_text((50, 80), f"FileKiln sample page {n + 1}", fontsize=18)
+    pictures.close()
     data = doc.tobytes()
     doc.close()
+    return bytes(data)
+
+
+@functools.lru_cache(maxsize=2)
+def slow_pdf_bytes(pages: int = 80) -> bytes:
+    """A PDF that ``pdf-compress`` at level ``extreme`` works on for seconds, reporting progress page after
+    page (3 s for 80 pages on a quiet 2-core machine), in 52 MB: each page a 1400-pixel photo-like JPEG,
+    which the tool decodes and encodes again. (Raw pictures as in :func:`image_pdf_bytes` made 3.6 s of
+    the same work a 235 MB upload.)"""
+    import numpy as np
+    import pymupdf as fitz
+    from PIL import Image
+
+    size = 1400
+    rng = np.random.default_rng(7)
+    y, x = np.mgrid[0:size, 0:size]
+    base = np.stack([(x * 255 // size), (y * 255 // size), ((x + y) * 127 // size)], axis=-1)
+    pictures = fitz.open()
+    for _ in range(DISTINCT_PAGES):
+        pixels = np.clip(base + rng.integers(0, 40, (size, size, 3)), 0, 255).astype("uint8")
+        jpeg = io.BytesIO()
+        Image.fromarray(pixels).save(jpeg, "JPEG", quality=90)
+        pictures.new_page(width=595, height=842).insert_image(fitz.Rect(40, 120, 555, 635), stream=jpeg.getvalue())
+    doc = fitz.open()
+    for n in range(pages):
+        doc.insert_pdf(pictures, from_page=n % DISTINCT_PAGES, to_page=n % DISTINCT_PAGES)
+        doc[n].insert_text((50, 80), f"FileKiln slow page {n + 1}", fontsize=18)
+    data = doc.tobytes()
+    doc.close()
+    pictures.close()
     return bytes(data)
 
 

@@ -24,9 +24,8 @@ import httpx
 import pytest
 
 from localapi.core.db import PostgresDatabase
-from tests.api.test_queue_redis import redis_server  # noqa: F401
 from tests.api.test_workers import NO_OFFICE, SETTINGS, processes, start_worker, stop, wait_for
-from tests.conftest import Server, png_bytes, start_server, upload, write_settings
+from tests.conftest import Server, free_port, png_bytes, start_server, upload, write_settings
 from tests.converters import doc_samples
 from tests.postgres import PostgresServer, needs_postgres
 from tests.redisd import RedisServer, needs_redis
@@ -57,37 +56,45 @@ def own_dir(tmp_path: Path, name: str, **settings: Any) -> Path:
     return data
 
 
-@pytest.fixture
-def cluster(tmp_path: Path, postgres: PostgresServer, redis_server: RedisServer, seaweed: Seaweed,  # noqa: F811
-            monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, postgres: PostgresServer, seaweed: Seaweed) -> Iterator[Cluster]:
+    """One cluster for the module's tests, in their order: the 300 jobs need all three workers; the kill
+    leaves two, which is all the last test needs."""
     from cryptography.fernet import Fernet
 
+    tmp_path = tmp_path_factory.mktemp("cluster")
+    (tmp_path / "redis").mkdir()
+    redis = RedisServer(free_port(), tmp_path / "redis")
+    redis.start()
     database_url = postgres.create_database()
-    monkeypatch.setenv("FILEKILN_DATABASE_URL", database_url)
-    monkeypatch.setenv("FILEKILN_QUEUE_URL", redis_server.url)
-    monkeypatch.setenv("FILEKILN_PARAMS_KEY", Fernet.generate_key().decode())
-    shared = {**SETTINGS, **seaweed.settings("filekiln", f"cluster-{time.monotonic_ns()}"),
-              "rate_limit_per_second": 10_000, "rate_limit_burst": 10_000}
-    apis = [start_server(own_dir(tmp_path, f"api{n}", **shared), tmp_path / f"api{n}.log", "--workers", "0")
-            for n in (1, 2)]
+    apis: list[Server] = []
     workers: dict[str, Any] = {}
     db = PostgresDatabase(database_url)
-    try:
-        key = apis[0].create_key("cluster")
-        for name in ("office1", "office2"):
-            workers[name] = start_worker(own_dir(tmp_path, name, **shared), tmp_path / f"{name}.log", 1)
-        # the third worker finds no LibreOffice
-        plain = own_dir(tmp_path, "plain", **{**shared, **NO_OFFICE})
-        workers["plain"] = start_worker(plain, tmp_path / "plain.log", 1)
-        with apis[0].client(key) as c:
-            wait_for("three workers", lambda: len(processes(c)) == 3)
-        yield Cluster(db, apis, workers, key)
-    finally:
-        for proc in workers.values():
-            stop(proc)
-        for api in apis:
-            api.stop()
-        db.close()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("FILEKILN_DATABASE_URL", database_url)
+        env.setenv("FILEKILN_QUEUE_URL", redis.url)
+        env.setenv("FILEKILN_PARAMS_KEY", Fernet.generate_key().decode())
+        shared = {**SETTINGS, **seaweed.settings("filekiln", f"cluster-{time.monotonic_ns()}"),
+                  "rate_limit_per_second": 10_000, "rate_limit_burst": 10_000}
+        try:
+            apis += [start_server(own_dir(tmp_path, f"api{n}", **shared), tmp_path / f"api{n}.log", "--workers", "0")
+                     for n in (1, 2)]
+            key = apis[0].create_key("cluster")
+            for name in ("office1", "office2"):
+                workers[name] = start_worker(own_dir(tmp_path, name, **shared), tmp_path / f"{name}.log", 1)
+            # the third worker finds no LibreOffice
+            plain = own_dir(tmp_path, "plain", **{**shared, **NO_OFFICE})
+            workers["plain"] = start_worker(plain, tmp_path / "plain.log", 1)
+            with apis[0].client(key) as c:
+                wait_for("three workers", lambda: len(processes(c)) == 3)
+            yield Cluster(db, apis, workers, key)
+        finally:
+            for proc in workers.values():
+                stop(proc)
+            for api in apis:
+                api.stop()
+            db.close()
+            redis.stop()
 
 
 def test_300_jobs_through_two_apis_run_once_each_on_every_worker(cluster: Cluster, tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from tests.conftest import (
     install_settings,
     module_server,
     process_env,
+    slow_pdf_bytes,
     start_server,
     upload,
     wait_job,
@@ -37,7 +38,7 @@ def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 @pytest.fixture(scope="module")
 def slow_pdf() -> bytes:
     """Enough image pages that pdf-compress takes several seconds on this machine."""
-    return image_pdf_bytes(pages=40, size=1400, seed=7)
+    return slow_pdf_bytes()
 
 
 def job_child(server: Server, job_id: str, timeout: float = 10) -> int:

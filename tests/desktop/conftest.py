@@ -16,7 +16,7 @@ from desktop.models.tools import ToolInfo, tool_infos
 from desktop.views.shell import STAY, Shell
 from localapi.config import load_settings
 from localapi.core.service import Service
-from tests.conftest import free_port, image_pdf_bytes
+from tests.conftest import free_port, slow_pdf_bytes
 
 
 @dataclass
@@ -87,19 +87,10 @@ def window(desktop: Desktop, recorder: Recorder, qtbot: QtBot) -> Iterator[MainW
 
 @pytest.fixture(scope="session")
 def slow_pdf(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An image-heavy 60-page PDF: pdf-compress at level extreme takes several seconds on it even on
-    a quiet machine, reporting progress page after page.
-
-    Two distinct pages repeated (making 60 distinct ones costs minutes on a busy machine);
-    each copy keeps its own images, so the work per page is the same."""
-    import pymupdf
-
-    pages = pymupdf.open(stream=image_pdf_bytes(pages=2, size=1400), filetype="pdf")
-    doc = pymupdf.open()
-    for _ in range(30):
-        doc.insert_pdf(pages)
+    """An image-heavy 80-page PDF: pdf-compress at level extreme takes several seconds on it even on
+    a quiet machine, reporting progress page after page (tests/conftest.py: slow_pdf_bytes)."""
     path = tmp_path_factory.mktemp("slow") / "scan.pdf"
-    doc.save(path)
+    path.write_bytes(slow_pdf_bytes())
     return path
 
 

@@ -54,9 +54,11 @@ def test_a_key_at_its_cap_leaves_the_other_worker_to_others(tmp_path: Path) -> N
     first, second = srv.create_key("first"), srv.create_key("second")
     try:
         with srv.client(first) as a, srv.client(second) as b:
-            pdf = upload(a, "slow.pdf", image_pdf_bytes(pages=6, size=1200))
+            # jobs of a few seconds: the second key's job is made while the first of them runs, and the
+            # first key's third job cannot start before the other two have ended
+            pdf = upload(a, "slow.pdf", image_pdf_bytes(pages=4, size=1200))
             a_jobs = [a.post("/jobs", json={"tool": "pdf-to-image", "inputFileIds": [pdf["id"]],
-                                            "params": {"dpi": 300}}).json() for _ in range(3)]
+                                            "params": {"dpi": 150}}).json() for _ in range(3)]
             deadline = time.monotonic() + 60
             while a.get(f"/jobs/{a_jobs[0]['id']}").json()["status"] == "QUEUED":
                 assert time.monotonic() < deadline

@@ -15,7 +15,7 @@ from typing import Any
 import psutil
 from PIL import Image
 
-from tests.conftest import ROOT, image_pdf_bytes, install_db, png_bytes, process_env, run_cli
+from tests.conftest import ROOT, install_db, png_bytes, process_env, run_cli, slow_pdf_bytes
 
 SMALL_WEBP = {"tool": "image-resize", "params": {"width": 20, "height": 20}, "outputFormat": "png"}
 TO_WEBP = {"tool": "image-convert", "outputFormat": "webp"}
@@ -189,7 +189,7 @@ def test_a_preset_whose_later_step_merges_makes_one_output_of_the_files_named(tm
 def slow_pdfs(folder: Path, count: int) -> list[Path]:
     """PDFs of image pages that pdf-compress at level extreme takes several seconds on."""
     folder.mkdir(parents=True, exist_ok=True)
-    data = image_pdf_bytes(pages=40, size=1400, seed=7)
+    data = slow_pdf_bytes()
     paths = [folder / f"scan-{n}.pdf" for n in range(count)]
     for path in paths:
         path.write_bytes(data)
