@@ -23,10 +23,11 @@ from tests.redisd import QUEUE_KEY, RedisServer, needs_redis, wait_for
 pytestmark = pytest.mark.embedded  # sets up its own Redis
 
 
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    (tmp_path / "redis").mkdir()
-    server = RedisServer(free_port(), tmp_path / "redis")
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """The module's Redis; a test that stops it starts it again."""
+    folder = tmp_path_factory.mktemp("redis")
+    server = RedisServer(free_port(), folder)
     server.start()
     yield server
     server.stop()
@@ -42,17 +43,20 @@ class Cluster:
         return self.worker_log.read_text(errors="replace")
 
 
-@pytest.fixture
-def cluster(tmp_path: Path, redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
-    """An API-only server and a worker process on one data dir, both told of Redis by FILEKILN_QUEUE_URL."""
-    monkeypatch.setenv("FILEKILN_QUEUE_URL", redis_server.url)
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer) -> Iterator[Cluster]:
+    """An API-only server and a worker process on one data dir, both told of Redis by FILEKILN_QUEUE_URL;
+    the module's tests share it, in their order (the last one takes Redis away and brings it back)."""
+    tmp_path = tmp_path_factory.mktemp("cluster")
     data = tmp_path / "data"
     data.mkdir()
-    api = start_server(data, tmp_path / "api.log", "--workers", "0")
-    worker_log = tmp_path / "worker.log"
-    with open(worker_log, "ab") as log:
-        worker = subprocess.Popen([sys.executable, "-m", "filekiln", "worker", "--data-dir", str(data), "--workers",
-                                   "2"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("FILEKILN_QUEUE_URL", redis_server.url)
+        api = start_server(data, tmp_path / "api.log", "--workers", "0")
+        worker_log = tmp_path / "worker.log"
+        with open(worker_log, "ab") as log:
+            worker = subprocess.Popen([sys.executable, "-m", "filekiln", "worker", "--data-dir", str(data),
+                                       "--workers", "2"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     running = Cluster(api, worker, worker_log)
     try:
         yield running

@@ -35,10 +35,12 @@ def start(tmp_path: Path, settings: dict[str, Any]) -> Server:
     return start_server(data, tmp_path / "server.log", "--workers", "1")
 
 
-@pytest.fixture
-def bucket_server(tmp_path: Path, seaweed: Seaweed, request: pytest.FixtureRequest) -> Iterator[tuple[Server, str]]:
-    prefix = f"t-{request.node.name[:40]}-{time.monotonic_ns()}"
-    srv = start(tmp_path, {**seaweed.settings("filekiln", prefix), "storage_cache_mb": 0})
+@pytest.fixture(scope="module")
+def bucket_server(tmp_path_factory: pytest.TempPathFactory, seaweed: Seaweed) -> Iterator[tuple[Server, str]]:
+    """A server on a bucket prefix of its own, without a cache, that the module's first tests share: each
+    looks at the objects its own uploads and jobs made (the set that appeared while it ran)."""
+    prefix = f"t-shared-{time.monotonic_ns()}"
+    srv = start(tmp_path_factory.mktemp("bucket"), {**seaweed.settings("filekiln", prefix), "storage_cache_mb": 0})
     yield srv, prefix
     srv.stop()
 
@@ -66,12 +68,13 @@ def test_uploads_and_results_live_in_the_bucket_and_downloads_stream_from_it(
         bucket_server: tuple[Server, str], seaweed: Seaweed) -> None:
     srv, prefix = bucket_server
     picture = png_bytes(320, 200, (10, 120, 240))
+    before = set(seaweed.keys("filekiln", prefix + "/"))
     with client(srv) as c:
         ref = upload(c, "photo.png", picture)
         job = convert(c, ref["id"])
         result = job["result"]["files"][0]
-        stored = seaweed.keys("filekiln", prefix + "/")
-        assert stored == sorted([f"{prefix}/{ref['id']}", f"{prefix}/{result['id']}"])
+        stored = set(seaweed.keys("filekiln", prefix + "/")) - before
+        assert stored == {f"{prefix}/{ref['id']}", f"{prefix}/{result['id']}"}
         assert seaweed.client().get_object(Bucket="filekiln", Key=f"{prefix}/{ref['id']}")["Body"].read() == picture
         # no bytes in the data dir's store, none left in the spool, and without a cache (storage_cache_mb = 0)
         # only the copy the job's check fetched last
@@ -108,6 +111,7 @@ def test_a_large_upload_streams_through_to_the_bucket(bucket_server: tuple[Serve
 def test_deleting_a_file_removes_its_object_and_its_links_answer_410(
         bucket_server: tuple[Server, str], seaweed: Seaweed) -> None:
     srv, prefix = bucket_server
+    before = set(seaweed.keys("filekiln", prefix + "/"))
     with client(srv) as c:
         ref = upload(c, "gone.png", png_bytes())
         job = convert(c, ref["id"])
@@ -117,7 +121,7 @@ def test_deleting_a_file_removes_its_object_and_its_links_answer_410(
         assert f"{prefix}/{result_id}" not in seaweed.keys("filekiln", prefix + "/")
         assert_problem(httpx.get(url), 410, "file_deleted")
         assert c.delete(f"/files/{ref['id']}").status_code == 204
-        assert seaweed.keys("filekiln", prefix + "/") == []
+        assert set(seaweed.keys("filekiln", prefix + "/")) == before
 
 
 def test_presigned_downloads_come_from_the_bucket_with_the_name_and_expiry(
