@@ -19,7 +19,7 @@ from desktop.store.deliveries import DeliveryStore
 from desktop.threads import Background, Relay
 from localapi.core.errors import ServiceError
 from localapi.core.jobs import Caller, Job
-from localapi.core.jobs.events import PROGRESS, JobEvent
+from localapi.core.jobs.events import DELETED, PROGRESS, JobEvent
 from localapi.core.service import Service
 
 log = logging.getLogger("filekiln.desktop")
@@ -41,9 +41,10 @@ class JobFeed(QObject):
     canceled) at the next turn of the event loop, progress at most every ``coalesce_ms``, so a burst of
     progress redraws the table once, not once per event.
 
-    The job table itself is read only to start (the newest ``limit`` jobs) and, every ``sweep_ms``, to
-    find jobs deleted by someone else (``DELETE /v1/jobs/{id}``): a deletion is not an event. The sweep
-    never changes a job's state; that comes from events alone.
+    A deleted job (``DELETE /v1/jobs/{id}``, or the app's own delete) leaves with its ``job.deleted``
+    event. The job table itself is read only to start (the newest ``limit`` jobs) and, every
+    ``sweep_ms``, to find jobs that went without one (a row removed by hand, a feed that fell behind).
+    The sweep never changes a job's state; that comes from events alone.
     """
 
     changed = Signal(list)  # list[Job]: the jobs events changed in this batch ([] after a read); then read jobs()
@@ -132,8 +133,9 @@ class JobFeed(QObject):
     def _flush(self) -> None:
         if not self.listed:
             return  # before the first read is in, events wait for it
+        known = len(self._jobs)
         applied = self._apply_pending()
-        if applied:
+        if applied or len(self._jobs) != known:  # a deletion changes the table too
             self.changed.emit(applied)
 
     def _apply_pending(self) -> list[Job]:
@@ -141,6 +143,9 @@ class JobFeed(QObject):
         applied = []
         for job_id, event in events.items():
             if job_id in self._gone:
+                continue
+            if event.type == DELETED:
+                self.drop([job_id])
                 continue
             stamp = self._read_stamps.get(job_id)
             if stamp is not None:

@@ -165,14 +165,29 @@ def test_events_reach_the_model_on_the_gui_thread(qtbot: QtBot, desktop: Desktop
     assert threads and all(threads)
 
 
-def test_a_job_deleted_through_the_api_leaves_the_table_at_the_next_sweep(
+def test_a_job_deleted_through_the_api_leaves_the_table_with_its_event(
         qtbot: QtBot, desktop: Desktop, service: Service, key: ApiKey, tmp_path: Path) -> None:
     controller = watch_jobs(qtbot, desktop, workers=False)
+    stop_repeating_timers(controller)  # no sweep: the job.deleted event alone takes the row away
     kept, deleted = api_job(service, key, tmp_path), api_job(service, key, tmp_path)
     wait_for(qtbot, lambda: desktop.jobs.job(deleted.id) is not None)
-    service.jobs.delete(deleted.id, Caller(key=key))  # a deletion is no event (its events go with it)
+    with qtbot.waitSignal(controller.snapshot, timeout=30_000,
+                          check_params_cb=lambda rows: deleted.id not in [r.id for r in rows]):
+        service.jobs.delete(deleted.id, Caller(key=key))  # canceled, then deleted: two events
+    assert desktop.jobs.job(deleted.id) is None and desktop.jobs.job(kept.id) is not None
+    service.jobs.cancel(kept.id, Caller(key=key))  # later events bring back nothing deleted
+    wait_for(qtbot, lambda: (row := desktop.jobs.job(kept.id)) is not None and row.status == JobStatus.CANCELED)
+    assert desktop.jobs.job(deleted.id) is None
+
+
+def test_a_job_gone_without_an_event_leaves_the_table_at_the_next_sweep(
+        qtbot: QtBot, desktop: Desktop, service: Service, key: ApiKey, tmp_path: Path) -> None:
+    controller = watch_jobs(qtbot, desktop, workers=False)
+    kept, gone = api_job(service, key, tmp_path), api_job(service, key, tmp_path)
+    wait_for(qtbot, lambda: (row := desktop.jobs.job(gone.id)) is not None and row.status == JobStatus.QUEUED)
+    service.db.execute("delete from jobs where id = ?", gone.id)  # no event: only a read can tell
     controller.sweep()
-    wait_for(qtbot, lambda: desktop.jobs.job(deleted.id) is None)
+    wait_for(qtbot, lambda: desktop.jobs.job(gone.id) is None)
     assert desktop.jobs.job(kept.id) is not None
 
 
