@@ -85,8 +85,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, postgres: PostgresServer, 
             # the third worker finds no LibreOffice
             plain = own_dir(tmp_path, "plain", **{**shared, **NO_OFFICE})
             workers["plain"] = start_worker(plain, tmp_path / "plain.log", 1)
+            # each worker has looked at the others (every second here): the one without LibreOffice, which
+            # may have registered first and so found no worker to leave document jobs to, now leaves them
+            plain_pid = workers["plain"].pid
             with apis[0].client(key) as c:
-                wait_for("three workers", lambda: len(processes(c)) == 3)
+                wait_for("three workers, the one without LibreOffice leaving document jobs to the others",
+                         lambda: len(p := processes(c)) == 3 and "document-to-pdf" in p[plain_pid]["cannotRun"])
             yield Cluster(db, apis, workers, key)
         finally:
             for proc in workers.values():
