@@ -68,13 +68,16 @@ SCALE_DIRS := tests/api tests/hostile tests/workflows
 # (tests/conftest.py: the directories that start servers first) is kept instead
 BOTH_CORES := -n 2 --dist loadscope --no-loadscope-reorder
 PARALLEL ?= $(BOTH_CORES)
+# the files with tests marked `alone`: that pass collects only these (the whole suite takes some 25 s to
+# collect); tests/test_suite_layout.py checks that the list names every file with such a test
+ALONE_TESTS := tests/hostile/test_pdf_bombs.py tests/hostile/test_pdf_toolbox_bombs.py
 
 # the whole suite; each phase says how long it took (scripts/timed)
 test:
 	@scripts/timed "venv" $(MAKE) --no-print-directory venv-test
 	@scripts/timed "lint and types" $(MAKE) --no-print-directory lint typecheck
 	@scripts/timed "suite" env QT_QPA_PLATFORM=offscreen $(VENV)/bin/pytest -q $(PARALLEL) -m "not alone"
-	@scripts/timed "suite, tests alone" env QT_QPA_PLATFORM=offscreen $(VENV)/bin/pytest -q -m alone
+	@scripts/timed "suite, tests alone" env QT_QPA_PLATFORM=offscreen $(VENV)/bin/pytest -q -m alone $(ALONE_TESTS)
 	@scripts/timed "scale contract suite" $(MAKE) --no-print-directory test-scale
 
 # the inner loop, in about 3 minutes: lint, types, and the tests that start no server and run no heavy
