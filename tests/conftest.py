@@ -314,6 +314,18 @@ def png_bytes(width: int = 64, height: int = 48, color: tuple[int, int, int] = (
 DISTINCT_PAGES = 4
 
 
+def noisy_gradients(count: int, size: int, seed: int) -> Iterator[Any]:
+    """``count`` photo-like pictures (``size`` square RGB arrays): a colour gradient with noise that no
+    encoder shrinks much."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:size, 0:size]
+    base = np.stack([(x * 255 // size), (y * 255 // size), ((x + y) * 127 // size)], axis=-1)
+    for _ in range(count):
+        yield np.clip(base + rng.integers(0, 40, (size, size, 3)), 0, 255).astype("uint8")
+
+
 @functools.lru_cache(maxsize=8)
 def image_pdf_bytes(pages: int = 2, size: int = 1200, seed: int = 1) -> bytes:
     """An image-heavy PDF: each page a photo-like noisy gradient plus a line of text naming the page.
@@ -321,15 +333,10 @@ def image_pdf_bytes(pages: int = 2, size: int = 1200, seed: int = 1) -> bytes:
     first took twenty times as long); past ``DISTINCT_PAGES`` the pictures repeat, each page with a copy
     of its own (an engine works on every page as hard; making 40 distinct 1400-pixel pictures took 5 s).
     For a job that must run for seconds, :func:`slow_pdf_bytes` is nine times smaller."""
-    import numpy as np
     import pymupdf as fitz
 
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:size, 0:size]
-    base = np.stack([(x * 255 // size), (y * 255 // size), ((x + y) * 127 // size)], axis=-1)
     pictures = fitz.open()
-    for _ in range(min(pages, DISTINCT_PAGES)):
-        pixels = np.clip(base + rng.integers(0, 40, (size, size, 3)), 0, 255).astype("uint8")
+    for pixels in noisy_gradients(min(pages, DISTINCT_PAGES), size, seed):
         page = pictures.new_page(width=595, height=842)
         page.insert_image(fitz.Rect(40, 120, 555, 635), pixmap=fitz.Pixmap(fitz.csRGB, size, size, pixels.tobytes(), 0))
     doc = fitz.open()
@@ -348,17 +355,11 @@ def slow_pdf_bytes(pages: int = 80) -> bytes:
     page (3 s for 80 pages on a quiet 2-core machine), in 52 MB: each page a 1400-pixel photo-like JPEG,
     which the tool decodes and encodes again. (Raw pictures as in :func:`image_pdf_bytes` made 3.6 s of
     the same work a 235 MB upload.)"""
-    import numpy as np
     import pymupdf as fitz
     from PIL import Image
 
-    size = 1400
-    rng = np.random.default_rng(7)
-    y, x = np.mgrid[0:size, 0:size]
-    base = np.stack([(x * 255 // size), (y * 255 // size), ((x + y) * 127 // size)], axis=-1)
     pictures = fitz.open()
-    for _ in range(DISTINCT_PAGES):
-        pixels = np.clip(base + rng.integers(0, 40, (size, size, 3)), 0, 255).astype("uint8")
+    for pixels in noisy_gradients(DISTINCT_PAGES, 1400, seed=7):
         jpeg = io.BytesIO()
         Image.fromarray(pixels).save(jpeg, "JPEG", quality=90)
         pictures.new_page(width=595, height=842).insert_image(fitz.Rect(40, 120, 555, 635), stream=jpeg.getvalue())
