@@ -59,17 +59,17 @@ def test_a_pool_that_starts_nothing_ahead_keeps_the_children_jobs_gave_back(tmp_
     pool = ChildPool(2, tmp_path / "children", ahead=False)
     try:
         pool.fill()  # as the worker does when it starts
-        time.sleep(0.5)
+        assert not pool._short()  # what the spawner asks before it starts one: it starts none
         assert pool._idle == []
         assert pool.take() is None  # the job starts its own
         child = pool.new_child()
         pool.give_back(child)
-        time.sleep(0.5)
+        assert not pool._short()
         assert [c.pid for c in pool._idle] == [child.pid]  # kept, and nothing started beside it
         assert pool.take() is child
         child.close()
         pool.give_back(None)  # a failed job's child is not replaced ahead of the next job
-        time.sleep(0.5)
+        assert not pool._short()
         assert pool._idle == []
     finally:
         pool.close()

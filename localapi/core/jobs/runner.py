@@ -143,7 +143,6 @@ class ChildPool:
     """
 
     def __init__(self, size: int, log_dir: Path, *, ahead: bool = True) -> None:
-        self.size = size
         # children started before any job asks: one per worker and SPARE_CHILDREN more; with ``ahead``
         # false none is, and the pool keeps only the children jobs started and gave back
         self.keep = size + SPARE_CHILDREN if ahead else 0
