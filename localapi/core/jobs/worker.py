@@ -26,6 +26,7 @@ from localapi.core.errors import StorageUnavailable
 from localapi.core.files import FileStore, StoredFile
 from localapi.core.jobs.events import PROGRESS, TYPE_OF_STATUS, EventFeed, append
 from localapi.core.jobs.messages import InputSpec, JobSpec
+from localapi.core.jobs.progress import ProgressGate
 from localapi.core.jobs.records import Job
 from localapi.core.jobs.runner import Child, ChildPool, Outcome, run_supervised
 from localapi.core.jobs.sealed import ParamsUnreadable, Sealer
@@ -37,7 +38,6 @@ log = logging.getLogger("filekiln.worker")
 
 MAX_ATTEMPTS = 2  # a job interrupted by a dead worker is retried once
 STALE_HEARTBEAT = 60.0
-PROGRESS_WRITE_INTERVAL = 0.2
 
 
 @dataclass
@@ -304,18 +304,18 @@ class JobWorker:
     def _supervise(self, job: Job, tool: Tool, spec: JobSpec, log_path: Path,
                    stopping: Callable[[], bool], lease: ChildLease) -> Outcome:
         child = lease.take()
-        state = {"progress": 0 if child is None else 1, "written": 0.0 if child is None else now()}
+        gate = ProgressGate()
+        if child is not None:  # a warm child: the claim showed 1 %
+            gate.started(1, now())
+
+        def write_progress(value: int, t: float) -> None:
+            self.events.change(job.id, PROGRESS, "update jobs set progress = ?, updated_at = ?, heartbeat_at = ?"
+                               " where id = ? and status = ?", value, t, t, job.id, JobStatus.PROCESSING)
 
         def on_progress(fraction: float) -> None:
-            value = max(state["progress"], min(99, 1 + int(fraction * 98)))
-            if value != state["progress"]:
-                state["progress"] = value
-                t = now()
-                if t - state["written"] >= PROGRESS_WRITE_INTERVAL:
-                    state["written"] = t
-                    self.events.change(job.id, PROGRESS, "update jobs set progress = ?, updated_at = ?,"
-                                       " heartbeat_at = ? where id = ? and status = ?", value, t, t, job.id,
-                                       JobStatus.PROCESSING)
+            t = now()
+            if (value := gate.offer(min(99, 1 + int(fraction * 98)), t)) is not None:
+                write_progress(value, t)
 
         def should_cancel() -> bool:
             if stopping():
@@ -325,14 +325,17 @@ class JobWorker:
 
         def heartbeat() -> None:
             t = now()
-            done = state["progress"]
+            if (value := gate.due(t)) is not None:  # a value held back at the last report, with its event
+                write_progress(value, t)
+                return
+            done = gate.shown  # what the job's readers were told, and no more
             self.db.execute("update jobs set heartbeat_at = ?, progress = case when progress > ? then progress"
                             " else ? end where id = ? and status = ?", t, done, done, job.id, JobStatus.PROCESSING)
 
         def started(pid: int) -> None:
             """The child has the job: record it (a dead worker's child is found by it) and show 1 %."""
             t = now()
-            state["progress"], state["written"] = 1, t
+            gate.started(1, t)
             self.events.change(job.id, PROGRESS, "update jobs set child_pid = ?, progress = 1, updated_at = ?,"
                                " heartbeat_at = ? where id = ? and status = ?", pid, t, t, job.id,
                                JobStatus.PROCESSING)
