@@ -54,8 +54,12 @@ lint: venv-test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 
+# mypy's cache lives beside the llama.cpp wheels, outside the clone, so that a fresh clone on a machine
+# that ran it once checks only what changed (some 3 s instead of 50). mypy compares each file's hash
+# with what it cached, so a file that changed, wherever the clone is, is checked again
+MYPY_CACHE_DIR ?= $(HOME)/.cache/filekiln/mypy
 typecheck: venv-test
-	$(VENV)/bin/mypy converters localapi filekiln desktop
+	MYPY_CACHE_DIR=$(MYPY_CACHE_DIR) $(VENV)/bin/mypy converters localapi filekiln desktop
 
 SCALE_DIRS := tests/api tests/hostile tests/workflows
 # pytest-xdist: a module's tests on one worker, so that they share its server; make test and make check

@@ -12,7 +12,7 @@ import importlib.util
 import json
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ import pytest
 
 from converters.tools.transcribe import packaged_tiny_en
 from tests.api.test_engine import alive, job_child
-from tests.conftest import install_db, start_server, upload, wait_job, write_settings
+from tests.conftest import Server, install_db, module_server, upload, wait_job
 from tests.converters import ai_samples, media_samples, speech_samples
 
 
@@ -125,6 +125,15 @@ ENGINES = {
 }
 
 
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One server for the four engines, with one worker: the job after a cancel runs on the worker (and
+    the office slot) that saw it. Each engine's settings are its own (the LLM's name only the LLM)."""
+    settings = {name: value for engine in ENGINES.values() if engine.missing() is None
+                for name, value in engine.settings.items()}
+    yield from module_server(tmp_path_factory, "cancel", workers=1, **settings)
+
+
 @pytest.fixture(params=list(ENGINES))
 def engine(request: pytest.FixtureRequest) -> Engine:
     chosen = ENGINES[request.param]
@@ -185,48 +194,42 @@ def result_files(data_dir: Path, job_id: str) -> int:
         db.close()
 
 
-def test_cancel_mid_conversion_kills_the_engine_within_2s(engine: Engine, tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    data.mkdir()
-    write_settings(data, **engine.settings)
+def test_cancel_mid_conversion_kills_the_engine_within_2s(engine: Engine, server: Server, tmp_path: Path) -> None:
+    srv, data = server, server.data_dir
     long_input, short_input = engine.long_input(tmp_path), engine.short_input(tmp_path)
-    # one worker: the job after the cancel runs on the worker (and the office slot) that saw it
-    srv = start_server(data, tmp_path / "server.log", "--workers", "1")
-    try:
-        with srv.client(srv.create_key()) as c:
-            job_id = start_job(c, engine, long_input, engine.params)
-            running = wait_working(c, job_id, engine.working_at)
-            time.sleep(engine.settle)
-            assert c.get(f"/jobs/{job_id}").json()["status"] == "PROCESSING", f"it ended too soon: {running}"
-            child = job_child(srv, job_id)
-            offices = slot_offices(data)
-            victims = process_tree([child, *offices])
-            assert alive(child), victims
-            if engine.tool == "document-to-pdf":  # the slot's soffice served this job and must go too
-                assert offices and set(offices) <= set(victims), (offices, victims)
-                assert any(name.startswith("soffice") for name in victims.values()), victims
+    with srv.client(srv.create_key()) as c:
+        job_id = start_job(c, engine, long_input, engine.params)
+        running = wait_working(c, job_id, engine.working_at)
+        time.sleep(engine.settle)
+        assert c.get(f"/jobs/{job_id}").json()["status"] == "PROCESSING", f"it ended too soon: {running}"
+        child = job_child(srv, job_id)
+        # the office slot's soffice, kept since an earlier document job, serves only document jobs
+        offices = slot_offices(data) if engine.tool == "document-to-pdf" else []
+        victims = process_tree([child, *offices])
+        assert alive(child), victims
+        if engine.tool == "document-to-pdf":  # the slot's soffice served this job and must go too
+            assert offices and set(offices) <= set(victims), (offices, victims)
+            assert any(name.startswith("soffice") for name in victims.values()), victims
 
-            started = time.monotonic()
-            r = c.post(f"/jobs/{job_id}/cancel")
-            assert r.status_code == 200 and r.json()["status"] == "CANCELED", r.text
-            while survivors := {pid: name for pid, name in victims.items() if alive(pid)}:
-                assert time.monotonic() - started < 2.0, f"still running 2 s after the cancel: {survivors}"
-                time.sleep(0.02)
-            work_dir = data / "jobs" / job_id
-            while work_dir.exists():  # the supervisor removes the partial output right after the kill
-                assert time.monotonic() - started < 2.5, "partial output left behind"
-                time.sleep(0.02)
+        started = time.monotonic()
+        r = c.post(f"/jobs/{job_id}/cancel")
+        assert r.status_code == 200 and r.json()["status"] == "CANCELED", r.text
+        while survivors := {pid: name for pid, name in victims.items() if alive(pid)}:
+            assert time.monotonic() - started < 2.0, f"still running 2 s after the cancel: {survivors}"
+            time.sleep(0.02)
+        work_dir = data / "jobs" / job_id
+        while work_dir.exists():  # the supervisor removes the partial output right after the kill
+            assert time.monotonic() - started < 2.5, "partial output left behind"
+            time.sleep(0.02)
 
-            job = c.get(f"/jobs/{job_id}").json()
-            assert job["status"] == "CANCELED" and job["errorCode"] == "canceled", job
-            assert c.get(f"/jobs/{job_id}/result").status_code == 409
-            assert result_files(data, job_id) == 0
-            assert not set(slot_offices(data)) & set(offices), "the slot still names the killed soffice"
+        job = c.get(f"/jobs/{job_id}").json()
+        assert job["status"] == "CANCELED" and job["errorCode"] == "canceled", job
+        assert c.get(f"/jobs/{job_id}/result").status_code == 409
+        assert result_files(data, job_id) == 0
+        assert not set(slot_offices(data)) & set(offices), "the slot still names the killed soffice"
 
-            after = start_job(c, engine, short_input, engine.short_params)
-            done = wait_job(c, after, timeout=120)
-            assert done["status"] == "DONE", done
-            assert c.get(f"/jobs/{after}/result").status_code == 200
-            assert srv.process.poll() is None
-    finally:
-        srv.stop()
+        after = start_job(c, engine, short_input, engine.short_params)
+        done = wait_job(c, after, timeout=120)
+        assert done["status"] == "DONE", done
+        assert c.get(f"/jobs/{after}/result").status_code == 200
+        assert srv.process.poll() is None
