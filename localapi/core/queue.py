@@ -455,8 +455,9 @@ class WorkerPool:
         self.queue = queue
         self.workers = max(1, workers)
         self.stopping = threading.Event()
-        # a short, flat polling delay: a job is picked up within ~poll_interval even after a quiet spell
-        # (on Redis a worker waits in a blocking read instead, and takes a job the moment it is queued)
+        # a flat polling delay, the fallback of the doorbell and the bells: a job they missed is picked up
+        # within ~poll_interval even after a quiet spell (on Redis a worker waits in a blocking read
+        # instead, and takes a job the moment it is queued)
         self.consumer = _QuietConsumer(
             queue, lambda job_id: queue.handler(job_id),
             workers=max(1, workers), periodic=False, initial_delay=poll_interval,

@@ -7,7 +7,7 @@ the row's ``seq`` is the event id clients resume from (``Last-Event-ID``).
 A :class:`EventFeed` in each process tails that table. A change made in this process hands its
 events over as it commits, and the committing thread delivers them at once without reading them
 back; a change made by another process (``filekiln worker``) rings this process's bell
-(:mod:`localapi.core.bells`) and is read from the table then, or within ``poll_interval`` (50 ms) at
+(:mod:`localapi.core.bells`) and is read from the table then, or within ``poll_interval`` (0.5 s) at
 the latest, and so is anything a gap in the handed events leaves in doubt. Listeners are asyncio queues (a
 waiting request or an SSE stream holds no thread and no database connection while it waits) or
 plain callables (the webhook outbox).
@@ -160,7 +160,7 @@ def of_workflow(event: JobEvent, workflow_id: str) -> bool:
 class EventFeed:
     """Writes job events with their changes and tails them for this process's listeners."""
 
-    def __init__(self, db: Database, poll_interval: float = 0.05, bells: Bells | None = None) -> None:
+    def __init__(self, db: Database, poll_interval: float = 0.5, bells: Bells | None = None) -> None:
         self.db = db
         self.bells = bells  # wakes the feeds of the other processes on this data dir
         self.poll_interval = poll_interval
