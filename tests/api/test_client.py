@@ -16,12 +16,13 @@ import httpx
 import pytest
 
 from filekiln.client import FileKiln, FileKilnError, JobFailed, verify_webhook
-from tests.conftest import ROOT, Server, module_server, png_bytes, start_server, write_settings
+from tests.conftest import ROOT, Server, png_bytes, start_server, write_settings
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    yield from module_server(tmp_path_factory, "client")
+def server(shared_server: Server) -> Server:
+    """The shared server, for this module's fixtures that outlive a test (its key, its client)."""
+    return shared_server
 
 
 @pytest.fixture

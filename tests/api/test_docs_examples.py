@@ -23,7 +23,7 @@ import pymupdf
 import pytest
 
 from tests.api.test_webhooks import Receiver, run_job
-from tests.conftest import ROOT, Server, image_pdf_bytes, module_server, png_bytes, upload
+from tests.conftest import ROOT, Server, image_pdf_bytes, png_bytes, upload
 
 EXAMPLE = re.compile(r"^( *)<!-- example: (\S+) -->\n\1```\w+\n(.*?)^\1```", re.M | re.S)
 DOCS_URL = "http://127.0.0.1:8741/v1"
@@ -71,8 +71,9 @@ def run_python(code: str, **names: Any) -> tuple[dict[str, Any], str]:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    yield from module_server(tmp_path_factory, "docs-examples")
+def server(shared_server: Server) -> Server:
+    """The shared server, for this module's fixtures that outlive a test (its key, its client)."""
+    return shared_server
 
 
 @pytest.fixture(scope="module")

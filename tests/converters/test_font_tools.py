@@ -155,6 +155,23 @@ def convert(source: Path, out: Path, fmt: str, params: dict[str, Any] | None = N
     return opened(run.outputs[0]), run
 
 
+@pytest.fixture(scope="module")
+def plain(fonts: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], tuple[TTFont, Any]]:
+    """``plain(key, fmt)``: the sample ``key`` converted to ``fmt`` with no params, once for the module (the
+    format matrix and the outline checks look at the same conversions), opened afresh for each test."""
+    folder = tmp_path_factory.mktemp("plain-conversions")
+    made: dict[tuple[str, str], tuple[Path, Any]] = {}
+
+    def get(key: str, fmt: str) -> tuple[TTFont, Any]:
+        if (key, fmt) not in made:
+            _, run = convert(fonts[key], folder / f"{key}-{fmt}", fmt)
+            made[key, fmt] = (run.outputs[0], run)
+        path, run = made[key, fmt]
+        return opened(path), run
+
+    return get
+
+
 def refused(code: str, action: Callable[[], object]) -> ConversionError:
     with pytest.raises(ConversionError) as info:
         action()
@@ -171,9 +188,9 @@ MATRIX_INPUTS = ["ttf", "otf", "woff", "woff2", "built", "built_woff2", "garamon
 
 @pytest.mark.parametrize("fmt", OUTPUTS)
 @pytest.mark.parametrize("key", MATRIX_INPUTS)
-def test_every_input_flavour_to_every_output(fonts: dict[str, Path], tmp_path: Path, key: str, fmt: str) -> None:
+def test_every_input_flavour_to_every_output(fonts: dict[str, Path], plain: Any, key: str, fmt: str) -> None:
     source = opened(fonts[key])
-    out, run = convert(fonts[key], tmp_path, fmt)
+    out, run = plain(key, fmt)
     assert out.flavor == FLAVOR[fmt]
     expected = {"ttf": "glyf", "otf": "CFF"}.get(fmt, outlines(source))
     assert outlines(out) == expected
@@ -187,11 +204,11 @@ def test_every_input_flavour_to_every_output(fonts: dict[str, Path], tmp_path: P
     assert any("outlines" in note for note in run.notes) == changed
 
 
-def test_truetype_to_cff_keeps_every_glyph_shape(fonts: dict[str, Path], tmp_path: Path) -> None:
+def test_truetype_to_cff_keeps_every_glyph_shape(fonts: dict[str, Path], plain: Any) -> None:
     """Quadratic to cubic is exact: areas and bounds as before, up to rounding control points to units."""
     for key in ("garamond", "built"):
         before = glyph_shapes(opened(fonts[key]))
-        out, _ = convert(fonts[key], tmp_path / key, "otf")
+        out, _ = plain(key, "otf")
         after = glyph_shapes(out)
         assert after.keys() == before.keys()
         for glyph, (area, bounds) in before.items():
@@ -202,10 +219,10 @@ def test_truetype_to_cff_keeps_every_glyph_shape(fonts: dict[str, Path], tmp_pat
                 assert max(abs(a - b) for a, b in zip(bounds, new_bounds, strict=True)) <= 1, (key, glyph)
 
 
-def test_cff_to_truetype_stays_within_a_thousandth_of_the_em(fonts: dict[str, Path], tmp_path: Path) -> None:
+def test_cff_to_truetype_stays_within_a_thousandth_of_the_em(fonts: dict[str, Path], plain: Any) -> None:
     source = opened(fonts["libertine"])
     before = glyph_shapes(source)
-    out, _ = convert(fonts["libertine"], tmp_path, "ttf")
+    out, _ = plain("libertine", "ttf")
     after = glyph_shapes(out)
     upem = source["head"].unitsPerEm
     for glyph, (area, bounds) in before.items():
@@ -215,8 +232,8 @@ def test_cff_to_truetype_stays_within_a_thousandth_of_the_em(fonts: dict[str, Pa
             assert max(abs(a - b) for a, b in zip(bounds, new_bounds, strict=True)) <= 2 * upem / 1000 + 1, glyph
 
 
-def test_a_composite_glyph_is_drawn_in_place_in_cff(fonts: dict[str, Path], tmp_path: Path) -> None:
-    out, _ = convert(fonts["built"], tmp_path, "otf")
+def test_a_composite_glyph_is_drawn_in_place_in_cff(plain: Any) -> None:
+    out, _ = plain("built", "otf")
     glyph_set = out.getGlyphSet()
     pen = AreaPen(glyph_set)
     glyph_set["Aacute"].draw(pen)
@@ -248,10 +265,10 @@ def test_variable_fonts_change_container_but_not_outlines(fonts: dict[str, Path]
     assert not list((tmp_path / "c").iterdir()) and not list((tmp_path / "d").iterdir())
 
 
-def test_woff2_is_smaller_than_the_ttf(fonts: dict[str, Path], tmp_path: Path) -> None:
+def test_woff2_is_smaller_than_the_ttf(fonts: dict[str, Path], plain: Any) -> None:
     ttf = fonts["garamond"].stat().st_size
-    woff2 = run_tool("font-convert", [fonts["garamond"]], tmp_path / "2", {}, "woff2").outputs[0].stat().st_size
-    woff = run_tool("font-convert", [fonts["garamond"]], tmp_path / "1", {}, "woff").outputs[0].stat().st_size
+    woff2 = plain("garamond", "woff2")[1].outputs[0].stat().st_size
+    woff = plain("garamond", "woff")[1].outputs[0].stat().st_size
     assert woff2 < woff < ttf and woff2 < 0.5 * ttf
 
 

@@ -18,7 +18,7 @@ import httpx
 import pytest
 import trimesh
 
-from tests.conftest import Server, assert_problem, module_server, upload, wait_job
+from tests.conftest import Server, assert_problem, upload, wait_job
 from tests.converters.test_geometry_tools import drawing, sample_scene
 from tests.hostile.canary import Listener, listening
 
@@ -27,8 +27,9 @@ CANARY = b"GEOMETRY-CANARY-7f3a"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    yield from module_server(tmp_path_factory, "geometry")
+def server(shared_server: Server) -> Server:
+    """The shared server, for this module's fixtures that outlive a test (its key, its client)."""
+    return shared_server
 
 
 @pytest.fixture(scope="module")

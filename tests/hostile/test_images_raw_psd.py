@@ -14,15 +14,16 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import Server, assert_problem, failed_job, module_server, upload, wait_job
+from tests.conftest import Server, assert_problem, failed_job, upload, wait_job
 from tests.converters import raw_psd_samples as samples
 
 CLEAR_CODES = {"damaged_input", "input_too_large"}
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    yield from module_server(tmp_path_factory, "raw-psd-hostile")
+def server(shared_server: Server) -> Server:
+    """The shared server, for this module's fixtures that outlive a test (its key, its client)."""
+    return shared_server
 
 
 @pytest.fixture(scope="module")

@@ -13,12 +13,13 @@ import httpx
 import pytest
 
 from localapi.core.signing import LinkSigner
-from tests.conftest import Server, assert_problem, module_server, png_bytes, start_server, upload, wait_job
+from tests.conftest import Server, assert_problem, png_bytes, start_server, upload, wait_job
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    yield from module_server(tmp_path_factory, "responses")
+def server(shared_server: Server) -> Server:
+    """The shared server, for this module's fixtures that outlive a test (its key, its client)."""
+    return shared_server
 
 
 @pytest.fixture(scope="module")
