@@ -8,6 +8,7 @@ import hmac
 import json
 import select
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -59,7 +60,7 @@ class Receiver:
     """An HTTP server on a loopback port that records every POST and answers as ``answer(n)`` says."""
 
     def __init__(self, answer: Callable[[int], int | str | tuple[int, dict[str, str]]] = lambda n: 200,
-                 port: int = 0) -> None:
+                 port: int = 0, tls: ssl.SSLContext | None = None) -> None:
         self.hits: list[Hit] = []
         self.changed = threading.Condition()
         self.released = threading.Event()  # ends the hanging requests
@@ -90,6 +91,9 @@ class Receiver:
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}/hook"
+        if tls is not None:  # HTTPS: the handshake comes with each accept, and one refused drops that client
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
+            self.url = f"https://127.0.0.1:{self.port}/hook"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def hang(self, conn: socket.socket) -> None:
@@ -337,6 +341,50 @@ def test_a_hanging_target_is_cut_at_the_timeout(server: Server, client: httpx.Cl
     wait_until(lambda: delivery(server.data_dir, hits[0].event_id)["status"] == "delivered")
     row = delivery(server.data_dir, hits[0].event_id)
     assert (row["attempts"], row["last_status"], row["last_error"]) == (2, 200, "no answer within 1 s")
+
+
+def self_signed_tls(folder: Path) -> ssl.SSLContext:
+    """A server context whose certificate names 127.0.0.1 but is signed by nobody a client trusts."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=30))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .sign(key, hashes.SHA256()))
+    (folder / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (folder / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                       serialization.NoEncryption()))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(folder / "cert.pem", folder / "key.pem")
+    return context
+
+
+def test_an_https_target_whose_certificate_nobody_vouches_for_gets_nothing(server: Server, client: httpx.Client,
+                                                                           receivers: Any, tmp_path: Path) -> None:
+    """Deliveries verify the target's certificate (one TLS context serves them all; each is checked)."""
+    receiver = receivers(tls=self_signed_tls(tmp_path))
+    hook(client, receiver.url)
+    job = run_job(client)
+    rows: list[Any] = []
+
+    def attempted() -> bool:
+        rows[:] = outbox(server.data_dir, "job_id = ? and event_type = ?", job["id"], "job.done")
+        # two attempts (the shared context used again), or an end: a delivery is what must not happen
+        return bool(rows) and (rows[0]["attempts"] >= 2 or rows[0]["status"] != "pending")
+    wait_until(attempted)
+    assert "certificate" in (rows[0]["last_error"] or "").lower(), dict(rows[0])
+    assert receiver.hits == []
 
 
 # ---- at least once, across a kill -9 ----
