@@ -27,6 +27,32 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _one_tls_context_per_trust_store() -> None:
+    """httpx builds an SSL context for every client, parsing the whole CA bundle (some 50 ms of CPU
+    here), and ``httpx.get`` makes a client per call: the suite's one-off requests (each poll of a
+    starting server, the fuzzer's check that its server is alive) spent minutes of CPU on it. The
+    contexts are made as before, with the same verification, once for each trust store the
+    environment names; httpx uses them read-only, as its documentation's advice to share one assumes."""
+    from httpx._transports import default
+
+    make = default.create_ssl_context
+    made: dict[tuple[bool, str | None, str | None], Any] = {}
+
+    @functools.wraps(make)
+    def shared(verify: Any = True, cert: Any = None, trust_env: bool = True) -> Any:
+        if verify is not True or cert is not None:
+            return make(verify=verify, cert=cert, trust_env=trust_env)
+        store = (trust_env, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+        if store not in made:
+            made[store] = make(verify=True, trust_env=trust_env)
+        return made[store]
+
+    default.create_ssl_context = shared
+
+
+_one_tls_context_per_trust_store()
+
+
 # --------------------------------------------------------------------------- skips in CI
 
 # With CI set (as CI services do), a skip fails the run unless its reason contains one of these. CI
