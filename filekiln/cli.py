@@ -157,9 +157,7 @@ def open_service(settings: Settings, *, queue_needed: bool = False) -> Any:
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    import uvicorn
-
-    from localapi.server import uvicorn_config
+    from localapi.server import Server, uvicorn_config
 
     private_umask()  # a server writes only into its data dir: nobody else reads what it makes
     setup_logging(settings)
@@ -172,7 +170,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         service.start_workers()
     config = uvicorn_config(service, log_level=settings.log_level, access_log=settings.access_log,
                             timeout_graceful_shutdown=5)
-    server = uvicorn.Server(config)
+    server = Server(config, service)
     print(f"FileKiln {__version__} serving {settings.base_url} (data in {settings.data_dir})", flush=True)
     # uvicorn handles SIGINT/SIGTERM, then raises the signal again once it has stopped; with this
     # handler in place, SIGTERM too ends in the clean shutdown below instead of killing the process

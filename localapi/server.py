@@ -42,12 +42,27 @@ def uvicorn_config(service: Service, **options: Any) -> uvicorn.Config:
                           ws="none", loop="asyncio", **options)
 
 
+class Server(uvicorn.Server):
+    """uvicorn's server, whose shutdown first ends the event streams and waiting requests: uvicorn waits
+    for open responses (its grace period, 5 s for ``filekiln serve``) and then cancels them, so one open
+    ``/events`` stream held every stop for those seconds and was cut off mid-stream, with a traceback in
+    the log. Ended, a stream's client reconnects with ``Last-Event-ID`` when FileKiln is back."""
+
+    def __init__(self, config: uvicorn.Config, service: Service) -> None:
+        super().__init__(config)
+        self.service = service
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self.service.events.end_listeners()
+        await super().shutdown(sockets)
+
+
 class ApiServer:
     """uvicorn on a thread; ``start`` reports why it could not listen (e.g. port in use)."""
 
     def __init__(self, service: Service) -> None:
         self.service = service
-        self._server: uvicorn.Server | None = None
+        self._server: Server | None = None
         self._thread: threading.Thread | None = None
         self.error: str | None = None
 
@@ -62,7 +77,7 @@ class ApiServer:
         if not port_free(settings.host, settings.port):
             self.error = f"Port {settings.port} on {settings.host} is in use by another program."
             return False
-        server = uvicorn.Server(uvicorn_config(self.service, log_level="warning"))
+        server = Server(uvicorn_config(self.service, log_level="warning"), self.service)
         # uvicorn installs no signal handlers off the main thread
         self._server = server
         self._thread = threading.Thread(target=server.run, daemon=True, name="filekiln-api")

@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psutil
@@ -279,17 +280,41 @@ def test_1gb_upload_keeps_server_memory_flat(server: Server, api_key: str) -> No
 
 
 def test_ctrl_c_stops_cleanly_and_the_job_runs_after_restart(tmp_path: Path, slow_pdf: bytes) -> None:
+    """Also what clients held open: the key's event stream ends cleanly, and a request waiting for the
+    job answers with the job as it stands, instead of holding the stop for uvicorn's grace period."""
     import signal
 
     data = tmp_path / "data"
     data.mkdir()
     srv = start_server(data, tmp_path / "log1")
     key = srv.create_key()
+    ended: dict[str, Any] = {}
     with srv.client(key) as c:
         job_id = start_slow_job(c, slow_pdf)
         child = job_child(srv, job_id)
+
+        def follow() -> None:
+            with srv.client(key) as own, own.stream("GET", "/events") as r:
+                ended["stream"] = list(r.iter_lines())  # raises if the stream is cut off mid-chunk
+
+        def wait() -> None:
+            with srv.client(key) as own:
+                ended["wait"] = own.get(f"/jobs/{job_id}", params={"wait": 60})
+
+        held = [threading.Thread(target=follow), threading.Thread(target=wait)]
+        for thread in held:
+            thread.start()
+        deadline = time.monotonic() + 30
+        while c.get("/health").json()["eventListeners"] < 2:  # both are listening
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
     srv.process.send_signal(signal.SIGINT)
     assert srv.process.wait(timeout=20) == 0
+    for thread in held:
+        thread.join(10)
+    assert ended["stream"][0] == ": connected"
+    assert ended["wait"].status_code == 200 and ended["wait"].json()["status"] == "PROCESSING", ended["wait"]
+    assert "graceful shutdown exceeded" not in srv.log() and "Traceback" not in srv.log()
     assert not alive(child)
     srv = start_server(data, tmp_path / "log2", port=srv.port)
     try:

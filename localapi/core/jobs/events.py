@@ -138,7 +138,7 @@ class Listener:
         self.key_id = key_id
         self.workflow_id = workflow_id
         self.types = types
-        self.queue: asyncio.Queue[JobEvent] = asyncio.Queue()
+        self.queue: asyncio.Queue[JobEvent | None] = asyncio.Queue()  # None: the server is stopping
 
     def wants(self, event: JobEvent) -> bool:
         if event.type not in self.types:
@@ -260,6 +260,15 @@ class EventFeed:
     def unlisten(self, listener: Listener) -> None:
         with self._lock:
             self._listeners.discard(listener)
+
+    def end_listeners(self) -> None:
+        """The server is stopping: every listener gets ``None``, so that a waiting request answers with the
+        job as it stands and an event stream ends cleanly (its client comes back with ``Last-Event-ID``),
+        instead of holding the shutdown until its grace period runs out and being cut off."""
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener.loop.call_soon_threadsafe(listener.queue.put_nowait, None)
 
     def on_event(self, callback: Callable[[JobEvent], None]) -> Callable[[], None]:
         """Call ``callback`` for every event from now on; returns what stops it. It is called in order, one

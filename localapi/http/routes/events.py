@@ -87,9 +87,15 @@ async def stream(service: Service, listener: Listener, backlog: list[JobEvent], 
             pending = []
             timeout = KEEP_ALIVE_SECONDS if not held else PROGRESS_INTERVAL
             try:
-                pending = [await asyncio.wait_for(listener.queue.get(), timeout=timeout)]
+                arrived: list[JobEvent | None] = [await asyncio.wait_for(listener.queue.get(), timeout=timeout)]
                 while not listener.queue.empty():
-                    pending.append(listener.queue.get_nowait())
+                    arrived.append(listener.queue.get_nowait())
+                if None in arrived:  # the server is stopping: what came before goes out, then the stream ends
+                    for last in arrived[: arrived.index(None)]:
+                        if last is not None and last.seq > sent:
+                            yield frame(last)
+                    return
+                pending = [e for e in arrived if e is not None]
             except TimeoutError:
                 if held:
                     pending, held = sorted(held.values(), key=lambda e: e.seq), {}
