@@ -38,6 +38,7 @@ class Seaweed:
     s3_port: int = 0
     process: subprocess.Popen[bytes] | None = None
     buckets: list[str] = field(default_factory=list)
+    _s3: Any = field(default=None, repr=False)  # one client: making one costs boto3 some 0.2 s of CPU
 
     @property
     def endpoint(self) -> str:
@@ -74,13 +75,17 @@ class Seaweed:
                 time.sleep(0.3)
 
     def client(self) -> Any:
+        """The store's S3 client (boto3's clients may be shared between threads)."""
         import boto3
         from botocore.config import Config
 
-        return boto3.session.Session().client(
+        if self._s3 is not None:
+            return self._s3
+        self._s3 = boto3.session.Session().client(
             "s3", endpoint_url=self.endpoint, region_name=REGION, aws_access_key_id=ACCESS_KEY,
             aws_secret_access_key=SECRET_KEY,
             config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2}, connect_timeout=3))
+        return self._s3
 
     def bucket(self, name: str) -> str:
         """Make the bucket ``name`` (if need be) and check it takes an object."""

@@ -7,9 +7,10 @@ gigabytes of zeros behind two or three FlateDecode filters in a few kilobytes.
 from __future__ import annotations
 
 import io
+import json
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -142,17 +143,33 @@ def pages_pdf() -> bytes:
     return many_pages_pdf()
 
 
-@pytest.fixture
-def capped(data_dir: Path, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[Server, httpx.Client]]:
-    """A server whose jobs run under a 1 GiB address-space cap, with the test's tool timeouts (``param``)."""
-    timeouts: dict[str, float] = getattr(request, "param", {})
-    write_settings(data_dir, job_memory_limit_mb=MEMORY_CAP_MB, tool_timeouts=timeouts)
-    server = start_server(data_dir, tmp_path / "server.log")
-    try:
-        with server.client(server.create_key()) as client:
-            yield server, client
-    finally:
+@pytest.fixture(scope="module")
+def capped_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[dict[str, float]], Server]]:
+    """Servers whose jobs run under a 1 GiB address-space cap, one for each set of tool timeouts the
+    module's tests ask for, shared by those tests (each with a key of its own)."""
+    made: dict[str, Server] = {}
+
+    def server_with(timeouts: dict[str, float]) -> Server:
+        name = json.dumps(timeouts, sort_keys=True)
+        if name not in made:
+            root = tmp_path_factory.mktemp("capped")
+            (root / "data").mkdir()
+            write_settings(root / "data", job_memory_limit_mb=MEMORY_CAP_MB, tool_timeouts=timeouts)
+            made[name] = start_server(root / "data", root / "server.log")
+        return made[name]
+
+    yield server_with
+    for server in made.values():
         server.stop()
+
+
+@pytest.fixture
+def capped(capped_servers: Callable[[dict[str, float]], Server],
+           request: pytest.FixtureRequest) -> Iterator[tuple[Server, httpx.Client]]:
+    """A capped server with the test's tool timeouts (``param``), and a client with a key of the test's own."""
+    server = capped_servers(getattr(request, "param", {}))
+    with server.client(server.create_key()) as client:
+        yield server, client
 
 
 def rss(pid: int) -> int:

@@ -19,6 +19,7 @@ from tests.hostile.test_pdf_bombs import (
     assert_service_still_works,
     assert_work_dirs_removed,
     capped,  # noqa: F401 - a fixture
+    capped_servers,  # noqa: F401 - a fixture
     flate_bomb_pdf,
     pages_pdf,  # noqa: F401 - a fixture
     run_seconds,
