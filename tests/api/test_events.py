@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import MachineDelays, Server, assert_problem, module_server, png_bytes, upload, wait_job
 from tests.converters import media_samples
 
-SLOW = {"videoCodec": "h264", "preset": "slow", "width": 1280}  # some 3 s of encoding for the clip below
+SLOW = {"videoCodec": "h264", "preset": "medium", "width": 1280}  # some 1.5 s of encoding for the clip below
 TERMINAL = {"job.done", "job.failed", "job.canceled"}
 
 
@@ -45,7 +45,7 @@ def clip(tmp_path_factory: pytest.TempPathFactory) -> bytes:
 
 @pytest.fixture(scope="module")
 def long_clip(tmp_path_factory: pytest.TempPathFactory) -> bytes:
-    """10 s of clip without sound (its making costs the most): its encode (some 3 s here) reports
+    """10 s of clip without sound (its making costs the most): its encode (some 2 s here) reports
     progress every 0.25 s as the video is written, so the test sees several progress events even on a
     fast machine."""
     folder = tmp_path_factory.mktemp("long-clip")
