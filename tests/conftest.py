@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+import converters  # noqa: F401 - first: it keeps PyMuPDF from importing its layout model (see its __init__)
 from tests.backends import BACKENDS, SCALE, backend_env, process_env
 from tests.postgres import postgres  # noqa: F401 - the session's PostgreSQL server, for the tests that ask for it
 from tests.seaweed import seaweed  # noqa: F401 - the session's S3-compatible store, for the tests that ask for it
@@ -306,7 +307,7 @@ def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 def server(request: pytest.FixtureRequest) -> Iterator[Server]:
     """The shared server (:func:`shared_server`, or the module's own); a server of the test's own, on its
     ``data_dir``, for a test marked ``fresh_server``: one that changes what the whole server does
-    (maintenance, disabled tools, a purge of every file, a stop) or looks at what every key did (the log,
+    (maintenance, disabled tools, a stop) or looks at what every key did (the log,
     the metrics)."""
     if request.node.get_closest_marker("fresh_server") is None:
         yield request.getfixturevalue("shared_server")
