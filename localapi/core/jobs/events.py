@@ -268,7 +268,10 @@ class EventFeed:
         with self._lock:
             listeners = list(self._listeners)
         for listener in listeners:
-            listener.loop.call_soon_threadsafe(listener.queue.put_nowait, None)
+            try:
+                listener.loop.call_soon_threadsafe(listener.queue.put_nowait, None)
+            except RuntimeError:  # its loop has closed: nobody waits on it any more
+                pass
 
     def on_event(self, callback: Callable[[JobEvent], None]) -> Callable[[], None]:
         """Call ``callback`` for every event from now on; returns what stops it. It is called in order, one

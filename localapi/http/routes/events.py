@@ -92,7 +92,7 @@ async def stream(service: Service, listener: Listener, backlog: list[JobEvent], 
                     arrived.append(listener.queue.get_nowait())
                 if None in arrived:  # the server is stopping: what came before goes out, then the stream ends
                     for last in arrived[: arrived.index(None)]:
-                        if last is not None and last.seq > sent:
+                        if last is not None and not (last.seq and last.seq <= sent):
                             yield frame(last)
                     return
                 pending = [e for e in arrived if e is not None]
