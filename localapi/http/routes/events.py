@@ -67,6 +67,7 @@ async def stream(service: Service, listener: Listener, backlog: list[JobEvent], 
     last_progress: dict[str, float] = {}
     held: dict[str, JobEvent] = {}  # the newest progress of a job, waiting for its turn
     pending = list(backlog)
+    stopping = False  # the server is stopping: what is pending goes out, then the stream ends
     try:
         yield b": connected\n\n"
         while True:
@@ -84,18 +85,16 @@ async def stream(service: Service, listener: Listener, backlog: list[JobEvent], 
                 yield frame(event)
                 if until is not None and until(event):
                     return
+            if stopping:
+                return
             pending = []
             timeout = KEEP_ALIVE_SECONDS if not held else PROGRESS_INTERVAL
             try:
                 arrived: list[JobEvent | None] = [await asyncio.wait_for(listener.queue.get(), timeout=timeout)]
                 while not listener.queue.empty():
                     arrived.append(listener.queue.get_nowait())
-                if None in arrived:  # the server is stopping: what came before goes out, then the stream ends
-                    for last in arrived[: arrived.index(None)]:
-                        if last is not None and not (last.seq and last.seq <= sent):
-                            yield frame(last)
-                    return
-                pending = [e for e in arrived if e is not None]
+                stopping = None in arrived
+                pending = [e for e in arrived[: arrived.index(None) if stopping else None] if e is not None]
             except TimeoutError:
                 if held:
                     pending, held = sorted(held.values(), key=lambda e: e.seq), {}
