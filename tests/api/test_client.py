@@ -19,12 +19,6 @@ from filekiln.client import FileKiln, FileKilnError, JobFailed, verify_webhook
 from tests.conftest import ROOT, Server, png_bytes, start_server, write_settings
 
 
-@pytest.fixture(scope="module")
-def server(shared_server: Server) -> Server:
-    """The shared server, for this module's fixtures that outlive a test (its key, its client)."""
-    return shared_server
-
-
 @pytest.fixture
 def kiln(server: Server) -> Iterator[FileKiln]:
     with FileKiln(server.base_url, key=server.create_key()) as k:

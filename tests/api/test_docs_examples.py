@@ -71,14 +71,8 @@ def run_python(code: str, **names: Any) -> tuple[dict[str, Any], str]:
 
 
 @pytest.fixture(scope="module")
-def server(shared_server: Server) -> Server:
-    """The shared server, for this module's fixtures that outlive a test (its key, its client)."""
-    return shared_server
-
-
-@pytest.fixture(scope="module")
-def key(server: Server) -> str:
-    return server.create_key("docs")
+def key(shared_server: Server) -> str:
+    return shared_server.create_key("docs")
 
 
 @pytest.fixture

@@ -27,14 +27,8 @@ CANARY = b"GEOMETRY-CANARY-7f3a"
 
 
 @pytest.fixture(scope="module")
-def server(shared_server: Server) -> Server:
-    """The shared server, for this module's fixtures that outlive a test (its key, its client)."""
-    return shared_server
-
-
-@pytest.fixture(scope="module")
-def api_key(server: Server) -> str:
-    return server.create_key()
+def api_key(shared_server: Server) -> str:
+    return shared_server.create_key()
 
 
 @pytest.fixture(scope="module")

@@ -29,14 +29,8 @@ TEN_HOURS = 10 * 3600
 
 
 @pytest.fixture(scope="module")
-def server(shared_server: Server) -> Server:
-    """The shared server, for the module's key."""
-    return shared_server
-
-
-@pytest.fixture(scope="module")
-def api_key(server: Server) -> str:
-    return server.create_key()  # one key for the module: creating one costs a CLI start
+def api_key(shared_server: Server) -> str:
+    return shared_server.create_key()  # one key for the module
 
 
 def flac_claiming(path: Path, seconds: int, rate: int = 8000) -> bytes:

@@ -17,14 +17,8 @@ from tests.conftest import Server, assert_problem, png_bytes, start_server, uplo
 
 
 @pytest.fixture(scope="module")
-def server(shared_server: Server) -> Server:
-    """The shared server, for this module's fixtures that outlive a test (its key, its client)."""
-    return shared_server
-
-
-@pytest.fixture(scope="module")
-def client(server: Server) -> Iterator[httpx.Client]:
-    with server.client(server.create_key()) as c:
+def client(shared_server: Server) -> Iterator[httpx.Client]:
+    with shared_server.client(shared_server.create_key()) as c:
         yield c
 
 
