@@ -171,6 +171,7 @@ class Server:
     process: subprocess.Popen[bytes]
     log_path: Path
     extra_args: list[str] = field(default_factory=list)
+    warm_children: bool = False
 
     @property
     def base_url(self) -> str:
@@ -205,6 +206,20 @@ class Server:
             else:
                 self.process.terminate()
             self.process.wait(timeout=30)
+
+    def restart(self, kill: bool = False) -> None:
+        """Stop this server (SIGTERM, or SIGKILL with ``kill``) and start it again in place: the same data
+        dir, port, log and options, so that a module's tests share one server even where one of them
+        stops it."""
+        self.stop(kill=kill)
+        self.start_again()
+
+    def start_again(self) -> None:
+        """Start this stopped server again, as :meth:`restart` does."""
+        assert self.process.poll() is not None, "the server is still running"
+        again = start_server(self.data_dir, self.log_path, *self.extra_args, port=self.port,
+                             warm_children=self.warm_children)
+        self.process = again.process
 
 
 def install_settings(data_dir: Path, **overrides: Any) -> Any:
@@ -268,7 +283,7 @@ def start_server(data_dir: Path, log_path: Path, *extra: str, port: int | None =
         stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
         env={**process_env(data_dir), "FILEKILN_WARM_CHILDREN": str(warm_children).lower()},
     )
-    server = Server(data_dir, port, proc, log_path, list(extra))
+    server = Server(data_dir, port, proc, log_path, list(extra), warm_children)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:

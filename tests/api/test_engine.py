@@ -193,37 +193,32 @@ def test_memory_cap_fails_the_job_not_the_worker(tmp_path: Path) -> None:
         srv.stop()
 
 
-def test_kill_9_mid_job_then_restart_finishes_the_job(tmp_path: Path, slow_pdf: bytes) -> None:
-    data = tmp_path / "data"
-    data.mkdir()
-    srv = start_server(data, tmp_path / "log1")
-    key = srv.create_key()
-    with srv.client(key) as c:
+def test_kill_9_mid_job_then_restart_finishes_the_job(server: Server, slow_pdf: bytes) -> None:
+    """The module's server is killed and started again in place."""
+    key = server.create_key()
+    with server.client(key) as c:
         job_id = start_slow_job(c, slow_pdf)
         ref = upload(c, "b.pdf", image_pdf_bytes(pages=1, size=200))
         queued = [c.post("/jobs", json={"tool": "pdf-compress", "inputFileIds": [ref["id"]]}).json()["id"]
                   for _ in range(3)]
-        children = child_pids(srv)
-        assert job_child(srv, job_id) in children
-    srv.stop(kill=True)
+        children = child_pids(server)
+        assert job_child(server, job_id) in children
+    server.stop(kill=True)
     deadline = time.monotonic() + 5
     while any(alive(p) for p in children):
         assert time.monotonic() < deadline, "conversion children outlived the killed server"
         time.sleep(0.05)
     if not SCALE:  # the data dir's SQLite file survived the kill whole
-        conn = sqlite3.connect(data / "filekiln.db")
+        conn = sqlite3.connect(server.data_dir / "filekiln.db")
         assert conn.execute("pragma integrity_check").fetchone()[0] == "ok"
         conn.close()
-    srv = start_server(data, tmp_path / "log2", port=srv.port)
-    try:
-        with srv.client(key) as c:
-            for jid in [job_id, *queued]:
-                done = wait_job(c, jid, timeout=180)
-                assert done["status"] == "DONE", done
-            assert c.get(f"/jobs/{job_id}/result").status_code == 200
-            assert len(c.get("/jobs").json()["items"]) == 4
-    finally:
-        srv.stop()
+    server.start_again()
+    with server.client(key) as c:
+        for jid in [job_id, *queued]:
+            done = wait_job(c, jid, timeout=180)
+            assert done["status"] == "DONE", done
+        assert c.get(f"/jobs/{job_id}/result").status_code == 200
+        assert len(c.get("/jobs").json()["items"]) == 4
 
 
 def test_purge_never_deletes_inputs_of_a_running_job(server: Server, client: httpx.Client,
@@ -279,15 +274,15 @@ def test_1gb_upload_keeps_server_memory_flat(server: Server, api_key: str) -> No
     assert growth < 100, f"server RSS grew by {growth:.0f} MB during a 1 GB upload"
 
 
-def test_ctrl_c_stops_cleanly_and_the_job_runs_after_restart(tmp_path: Path, slow_pdf: bytes) -> None:
+def test_ctrl_c_stops_cleanly_and_the_job_runs_after_restart(server: Server, slow_pdf: bytes) -> None:
     """Also what clients held open: the key's event stream ends cleanly, and a request waiting for the
-    job answers with the job as it stands, instead of holding the stop for uvicorn's grace period."""
+    job answers with the job as it stands, instead of holding the stop for uvicorn's grace period. The
+    module's server is stopped and started again in place."""
     import signal
 
-    data = tmp_path / "data"
-    data.mkdir()
-    srv = start_server(data, tmp_path / "log1")
+    srv = server
     key = srv.create_key()
+    seen = len(srv.log())
     ended: dict[str, Any] = {}
     with srv.client(key) as c:
         job_id = start_slow_job(c, slow_pdf)
@@ -314,15 +309,13 @@ def test_ctrl_c_stops_cleanly_and_the_job_runs_after_restart(tmp_path: Path, slo
         thread.join(10)
     assert ended["stream"][0] == ": connected"
     assert ended["wait"].status_code == 200 and ended["wait"].json()["status"] == "PROCESSING", ended["wait"]
-    assert "graceful shutdown exceeded" not in srv.log() and "Traceback" not in srv.log()
+    log = srv.log()[seen:]
+    assert "graceful shutdown exceeded" not in log and "Traceback" not in log
     assert not alive(child)
-    srv = start_server(data, tmp_path / "log2", port=srv.port)
-    try:
-        with srv.client(key) as c:
-            done = wait_job(c, job_id, timeout=180)
-            assert done["status"] == "DONE", done
-    finally:
-        srv.stop()
+    srv.start_again()
+    with srv.client(key) as c:
+        done = wait_job(c, job_id, timeout=180)
+        assert done["status"] == "DONE", done
 
 
 def test_separate_worker_process_runs_jobs_of_an_api_only_server(tmp_path: Path) -> None:

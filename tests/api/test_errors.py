@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -136,44 +136,52 @@ def test_content_not_accepted_by_tool_is_415(client: httpx.Client) -> None:
                    415, "unsupported_format")
 
 
-def test_upload_over_global_limit_is_413_while_streaming(tmp_path: Path) -> None:
-    data = tmp_path / "data"
+UPLOAD_LIMIT = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server of the module's own, for the tests that set what the whole server allows: an upload
+    limit, a read bucket of 3 per key, and maintenance (set and lifted within its test)."""
+    data = tmp_path_factory.mktemp("errors") / "data"
     data.mkdir()
-    limit = 1_000_000
-    write_settings(data, max_upload_bytes=limit)
-    srv = start_server(data, tmp_path / "log")
-    try:
-        key = srv.create_key()
-        with srv.client(key) as c:
-            assert upload(c, "ok.bin", b"\x01" * limit)["sizeBytes"] == limit
-            # its Content-Length is within the multipart allowance: the byte count is what answers
-            assert_problem(c.post("/files", files={"file": ("x.bin", b"\x01" * (limit + 1))}), 413, "file_too_large")
-        for content_length in (False, True):  # chunked, then declared up front
-            streamed = stream_upload(srv, key, 128 * limit, content_length=content_length)
-            assert_problem(streamed.response, 413, "file_too_large")
-            assert not streamed.finished and streamed.sent < limit + IN_FLIGHT, (streamed.sent, streamed.total)
-            assert list((data / "files" / "tmp").iterdir()) == []
-        with srv.client(key) as c:
-            assert c.get("/usage").status_code == 200  # still answering
-    finally:
-        srv.stop()
+    write_settings(data, max_upload_bytes=UPLOAD_LIMIT, read_rate_limit_per_second=0.5, read_rate_limit_burst=3)
+    srv = start_server(data, data.parent / "server.log")
+    yield srv
+    srv.stop()
 
 
-@pytest.mark.fresh_server
-def test_maintenance_and_disabled_tool_are_503(server: Server, client: httpx.Client) -> None:
-    ref = upload(client, "a.png", png_bytes())
-    body = {"tool": "image-convert", "inputFileIds": [ref["id"]]}
-    db = server.database()
-    db.set_setting("disabled_tools", '["image-convert"]')
-    r = client.post("/jobs", json=body)
-    assert_problem(r, 503, "tool_disabled")
-    assert r.headers["retry-after"]
-    assert client.get("/tools/image-convert").json()["available"] is False
-    db.set_setting("disabled_tools", "[]")
-    db.set_setting("maintenance", "1")
-    assert_problem(client.post("/jobs", json=body), 503, "maintenance")
-    db.set_setting("maintenance", "0")
-    assert client.post("/jobs", json=body).status_code == 201
+def test_upload_over_global_limit_is_413_while_streaming(limited: Server) -> None:
+    srv, limit = limited, UPLOAD_LIMIT
+    key = srv.create_key()
+    with srv.client(key) as c:
+        assert upload(c, "ok.bin", b"\x01" * limit)["sizeBytes"] == limit
+        # its Content-Length is within the multipart allowance: the byte count is what answers
+        assert_problem(c.post("/files", files={"file": ("x.bin", b"\x01" * (limit + 1))}), 413, "file_too_large")
+    for content_length in (False, True):  # chunked, then declared up front
+        streamed = stream_upload(srv, key, 128 * limit, content_length=content_length)
+        assert_problem(streamed.response, 413, "file_too_large")
+        assert not streamed.finished and streamed.sent < limit + IN_FLIGHT, (streamed.sent, streamed.total)
+        assert list((srv.data_dir / "files" / "tmp").iterdir()) == []
+    with srv.client(key) as c:
+        assert c.get("/usage").status_code == 200  # still answering
+
+
+def test_maintenance_and_disabled_tool_are_503(limited: Server) -> None:
+    db = limited.database()
+    with limited.client(limited.create_key()) as client:
+        ref = upload(client, "a.png", png_bytes())
+        body = {"tool": "image-convert", "inputFileIds": [ref["id"]]}
+        db.set_setting("disabled_tools", '["image-convert"]')
+        r = client.post("/jobs", json=body)
+        assert_problem(r, 503, "tool_disabled")
+        assert r.headers["retry-after"]
+        assert client.get("/tools/image-convert").json()["available"] is False
+        db.set_setting("disabled_tools", "[]")
+        db.set_setting("maintenance", "1")
+        assert_problem(client.post("/jobs", json=body), 503, "maintenance")
+        db.set_setting("maintenance", "0")
+        assert client.post("/jobs", json=body).status_code == 201
 
 
 def test_tampered_and_expired_download_links(server: Server, client: httpx.Client) -> None:
@@ -238,20 +246,13 @@ def test_an_input_whose_bytes_were_just_purged_is_410_not_a_job_that_cannot_star
     assert client.get("/jobs").json()["items"] == []  # no job was made
 
 
-def test_rate_limit_gives_429_with_retry_after(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    data.mkdir()
-    write_settings(data, read_rate_limit_per_second=0.5, read_rate_limit_burst=3)
-    srv = start_server(data, tmp_path / "log")
-    try:
-        with srv.client(srv.create_key()) as c:
-            codes = [c.get("/tools").status_code for _ in range(4)]
-            assert codes == [200, 200, 200, 429]
-            r = c.get("/usage")
-            assert_problem(r, 429, "rate_limited")
-            assert int(r.headers["retry-after"]) >= 1
-    finally:
-        srv.stop()
+def test_rate_limit_gives_429_with_retry_after(limited: Server) -> None:
+    with limited.client(limited.create_key()) as c:
+        codes = [c.get("/tools").status_code for _ in range(4)]
+        assert codes == [200, 200, 200, 429]
+        r = c.get("/usage")
+        assert_problem(r, 429, "rate_limited")
+        assert int(r.headers["retry-after"]) >= 1
 
 
 def test_idempotent_job_creation_replays_the_first_response(client: httpx.Client) -> None:

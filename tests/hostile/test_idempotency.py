@@ -8,13 +8,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import psutil
 import pytest
 
-from tests.conftest import Server, module_server, png_bytes, start_server, upload
+from tests.conftest import Server, module_server, png_bytes, upload
 
 
 @pytest.fixture(scope="module")
@@ -66,31 +65,26 @@ def start_upload(srv: Server, key: str, idem_key: str) -> socket.socket:
 
 @pytest.mark.backends
 @pytest.mark.parametrize("kill", [False, True], ids=["sigterm", "kill-9"])
-def test_a_key_in_flight_when_the_server_stopped_is_free_after_a_restart(tmp_path: Path, kill: bool) -> None:
-    data = tmp_path / "data"
-    data.mkdir()
-    log = tmp_path / "server.log"
-    srv = start_server(data, log)
-    key = srv.create_key()
-    sock = start_upload(srv, key, "stopped-mid-upload")
+def test_a_key_in_flight_when_the_server_stopped_is_free_after_a_restart(server: Server, kill: bool) -> None:
+    """The module's server is stopped in the middle of an upload and started again in place."""
+    key = server.create_key()
+    seen = len(server.log())
+    sock = start_upload(server, key, "stopped-mid-upload")
     try:
-        srv.stop(kill=kill)
+        server.stop(kill=kill)
         answer = read_until_closed(sock)
     finally:
         sock.close()
     if not kill:  # a stopping server answers what it cuts off, and says when to come back
         assert answer.startswith(b"HTTP/1.1 503 ") and b'"code":"shutting_down"' in answer, answer
         assert b"retry-after: 5" in answer.lower()
-    srv = start_server(data, log, port=srv.port)
-    try:
-        with srv.client(key) as c:
-            r = c.post("/files", files={"file": ("a.png", png_bytes())},
-                       headers={"Idempotency-Key": "stopped-mid-upload"})
-            assert r.status_code == 201, r.text  # not 409 idempotency_in_flight for the next 24 h
-            assert "Idempotent-Replayed" not in r.headers
-    finally:
-        srv.stop()
-    text = log.read_text(errors="replace")
+    server.start_again()
+    with server.client(key) as c:
+        r = c.post("/files", files={"file": ("a.png", png_bytes())},
+                   headers={"Idempotency-Key": "stopped-mid-upload"})
+        assert r.status_code == 201, r.text  # not 409 idempotency_in_flight for the next 24 h
+        assert "Idempotent-Replayed" not in r.headers
+    text = server.log()[seen:]
     for sign in ("CancelledError", "Traceback", "internal_error", "unexpected error", '" 500'):
         assert sign not in text, text
 
