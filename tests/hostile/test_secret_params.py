@@ -137,8 +137,9 @@ def test_passwords_reach_the_tool_but_are_never_stored_shown_or_logged(tmp_path:
     assert_nowhere(data, log)
 
 
-@pytest.mark.fresh_server
-def test_a_canceled_job_drops_its_sealed_passwords(server: Server, api_key: str, data_dir: Path) -> None:
+def test_a_canceled_job_drops_its_sealed_passwords(server: Server, api_key: str) -> None:
+    """On the shared server: no other test's file holds these passwords, so the whole data dir is searched."""
+    data_dir = server.data_dir
     with server.client(api_key) as c:
         pdf = upload(c, "plan.pdf", image_pdf_bytes(pages=1, size=200))
         # canceled while queued or while running (a quick one may finish first): each ending drops them
