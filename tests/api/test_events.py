@@ -270,6 +270,23 @@ def test_the_key_feed_replays_what_came_after_last_event_id_and_nothing_before(s
         assert {e[2]["id"] for e in resumed} == {after, last}, resumed
 
 
+@pytest.mark.timeout(60)
+def test_a_last_event_id_past_every_event_replays_nothing(server: Server, client: httpx.Client) -> None:
+    """Up to 20 digits are taken: past the largest event number (2^63 - 1) it still means "after every
+    event", not a 500 from the database. A job that has ended gives its end again, and the stream ends."""
+    job = image_job(client, wait=30).json()
+    assert job["status"] == "DONE", job
+    for value in ("9223372036854775807", "9223372036854775808", "99999999999999999999"):
+        with httpx.Client(base_url=server.base_url) as anonymous, anonymous.stream(
+                "GET", f"/jobs/{job['id']}/events", headers={"Last-Event-ID": value}) as r:
+            assert r.status_code == 200, r.read()
+            assert [(e[1], e[2]["id"]) for e in read_events(r)] == [("job.done", job["id"])]
+        with client.stream("GET", "/events", headers={"Last-Event-ID": value}) as r:
+            assert r.status_code == 200, r.read()
+            later = image_job(client).json()["id"]  # nothing is replayed; what happens next still comes
+            assert {e[2]["id"] for e in read_until_done(r, later)} == {later}
+
+
 def test_a_finished_job_yields_its_terminal_event_at_once(client: httpx.Client) -> None:
     job = image_job(client, wait=30).json()
     started = time.monotonic()

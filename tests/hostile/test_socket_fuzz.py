@@ -126,7 +126,7 @@ KNOWN_HEADERS = {
     b"Idempotency-Key": TOKENS.map(str.encode) | VALUES,
     b"Origin": st.sampled_from([b"http://127.0.0.1:@PORT@", b"http://evil.example", b"null", b"::"]),
     b"Sec-Fetch-Site": st.sampled_from([b"same-origin", b"cross-site", b"none", b"x"]),
-    b"Last-Event-ID": st.sampled_from([b"0", b"-1", b"999999999999999999999", b"x"]),
+    b"Last-Event-ID": st.sampled_from([b"0", b"-1", b"9223372036854775808", b"999999999999999999999", b"x"]),
     b"Expect": st.sampled_from([b"100-continue", b"x"]),
     b"Upgrade": st.sampled_from([b"websocket", b"h2c", b"x"]),
     b"Connection": st.sampled_from([b"keep-alive", b"upgrade", b"x"]),

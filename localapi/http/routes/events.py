@@ -53,9 +53,14 @@ def frame(event: JobEvent) -> bytes:
     return f"id: {event.seq}\nevent: {event.type}\ndata: {data}\n\n".encode()
 
 
+MAX_SEQ = 2**63 - 1  # the largest event number the database holds (a signed 64-bit integer)
+
+
 def last_seq(header: str | None) -> int | None:
+    """The event a client last saw: ``Last-Event-ID`` as a number between 0 and :data:`MAX_SEQ` (one past
+    every event ever recorded means none is sent again), or None when it is absent or not a number."""
     try:
-        return max(int(header), 0) if header is not None else None
+        return min(max(int(header), 0), MAX_SEQ) if header is not None else None
     except ValueError:
         return None
 
@@ -114,12 +119,17 @@ async def job_events(job: JobDep, service: ServiceDep, request: Request,
                      last_event_id: LastEventId = None) -> StreamingResponse:
     """This job's changes as server-sent events, ending after its terminal event (DONE, FAILED,
     CANCELED). Without ``Last-Event-ID`` the stream starts with the job as it stands; with it, every
-    change after that event is sent first. Answers without a key, like ``GET /jobs/{id}``."""
+    change after that event is sent first, and a job that has ended gives its end (again) at once, as a
+    workflow does. Answers without a key, like ``GET /jobs/{id}``."""
     listener = service.events.listen(job_id=job.id)
     after = last_seq(last_event_id)
     if after is not None:
         backlog = await run_in_threadpool(service.events.since, after, job_id=job.id)
         backlog = [e for e in backlog if e.type in STREAMED_TYPES]
+        if not any(ends_job(e) for e in backlog):
+            now = await run_in_threadpool(_now_event, service, job.id)
+            if ends_job(now):  # ended before the events it missed were kept, or at the event it last saw
+                backlog.append(now)
     else:
         backlog = [await run_in_threadpool(_now_event, service, job.id)]
     return StreamingResponse(stream(service, listener, backlog, request, until=ends_job),
