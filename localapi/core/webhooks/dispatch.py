@@ -26,7 +26,7 @@ from localapi.core.webhooks.hooks import (
     iso,
     signature,
 )
-from localapi.core.webhooks.targets import TargetRefused
+from localapi.core.webhooks.targets import TargetRefused, shown
 
 log = logging.getLogger("filekiln.webhooks")
 
@@ -274,6 +274,10 @@ class Dispatcher:
         except httpx.HTTPError as exc:
             self._retry(row, None, f"{type(exc).__name__}: {exc}"[:500])
             return
+        except (ValueError, httpx.InvalidURL) as exc:  # no attempt could reach it: it ends here
+            self._finish(delivery_id, DeliveryStatus.FAILED, None, f"not a URL a delivery can go to: {exc}"[:500],
+                         attempted=True)
+            return
         if 200 <= status < 300:
             self._finish(delivery_id, DeliveryStatus.DELIVERED, status, None, attempted=True)
         elif status == 410:
@@ -312,7 +316,7 @@ class Dispatcher:
     def _retry(self, row: Any, http_status: int | None, error: str) -> None:
         attempts = row["attempts"] + 1
         schedule = self.hooks.retry_seconds
-        log.info("webhook delivery %s to %s failed (attempt %d): %s", row["id"], row["url"], attempts, error)
+        log.info("webhook delivery %s to %s failed (attempt %d): %s", row["id"], shown(row["url"]), attempts, error)
         if attempts > len(schedule):
             self._finish(row["id"], DeliveryStatus.FAILED, http_status, error, attempted=True)
             return
@@ -322,7 +326,7 @@ class Dispatcher:
 
     def _gone(self, row: Any) -> None:
         """410: the target wants nothing more. A hook is disabled; a job's webhookUrl gets nothing more of it."""
-        log.info("webhook target %s answered 410: disabled", row["url"])
+        log.info("webhook target %s answered 410: disabled", shown(row["url"]))
         with self.db.transaction() as conn:
             conn.execute("update webhook_deliveries set status = ?, attempts = attempts + 1, last_status = 410,"
                          " finished_at = ? where id = ?", (DeliveryStatus.DROPPED, now(), row["id"]))

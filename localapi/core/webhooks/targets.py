@@ -41,10 +41,20 @@ class TargetPolicy:
 
     def check_url(self, url: str) -> str:
         """``url`` if a hook may target it as written; otherwise :class:`TargetRefused`."""
-        parts = urlsplit(url)
-        host = (parts.hostname or "").rstrip(".")
+        try:
+            parts = urlsplit(url)
+            host = (parts.hostname or "").rstrip(".")
+            port = parts.port
+            _parses_for_delivery(url)
+        except ValueError as exc:
+            raise TargetRefused(f"not a URL a delivery can go to: {exc}") from None
         if parts.scheme not in ("http", "https") or not host:
             raise TargetRefused("must be an http:// or https:// URL with a host")
+        if port is not None and not 0 < port < 65536:
+            raise TargetRefused("its port must be 1 to 65535")
+        if parts.username is not None or parts.password is not None:
+            # it would be logged and sent on as written; deliveries carry a signature instead
+            raise TargetRefused("a user name or password in the URL is not taken (deliveries are signed)")
         if host == "localhost" or host in self.names:
             return url
         try:
@@ -73,3 +83,25 @@ class TargetPolicy:
                 raise TargetRefused(f"{host} resolves to {outside[0]}, outside loopback and webhook_allowed_hosts")
         return addresses[0]
 
+
+
+def _parses_for_delivery(url: str) -> None:
+    """ValueError unless the HTTP client that delivers parses ``url`` too: each parser lets through
+    some URLs the other refuses (``http://[::1]x/``, ``http://127.0.0.1:-1/``)."""
+    import httpx  # here: a server that has no webhook to check starts without it
+
+    try:
+        httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise ValueError(str(exc)) from None
+
+
+def shown(url: str) -> str:
+    """``url`` as logs may show it: without a user name or password (rows made before those were refused)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(not a valid URL)"
+    if "@" not in parts.netloc:
+        return url
+    return parts._replace(netloc="…@" + parts.netloc.rsplit("@", 1)[1]).geturl()
