@@ -370,3 +370,32 @@ def test_repeated_names_never_overwrite(watched: Watched) -> None:
     assert results(watched, outcome.job) == {"a.txt": b"first", "a-2.txt": b"second", "A-3.TXT": b"third",
                                              "dir__a.txt": b"in a folder", "dir__a-2.txt": b"looks the same"}
     still_answers(watched)
+
+
+def test_entries_dated_before_1980_give_a_job_and_a_workflow_that_end_done(watched: Watched) -> None:
+    """The extracted files keep their entries' dates, which a ZIP cannot hold: the results' ZIP (of the
+    job, and of a workflow) stores them as 1980 instead of failing the job or holding the workflow."""
+    old = {"a.txt": (86_400, b"one"), "b.txt": (315_000_000, b"two")}  # 1970 and 1979
+    members = []
+    for name, (mtime, data) in old.items():
+        info = member(name)
+        info.mtime = mtime
+        members.append((info, data))
+    outcome = attempt(watched, "old.tar", tar_bytes(members))
+    assert outcome.job is not None and outcome.job["status"] == "DONE", outcome.job
+    assert results(watched, outcome.job) == {name: data for name, (_, data) in old.items()}
+    bundle = httpx.get(watched.client.get(f"/jobs/{outcome.job['id']}/result").json()["downloadUrl"], timeout=60)
+    with zipfile.ZipFile(io.BytesIO(bundle.content)) as zf:
+        assert {i.filename: (zf.read(i), i.date_time[0]) for i in zf.infolist()} == {
+            name: (data, 1980) for name, (_, data) in old.items()}
+    ref = upload(watched.client, "old.tar", tar_bytes(members))
+    r = watched.client.post("/workflows", json={"inputFileIds": [ref["id"]], "steps": [{"tool": "archive-extract"}]})
+    assert r.status_code == 201, r.text
+    deadline = time.monotonic() + 120
+    while (workflow := watched.client.get(f"/workflows/{r.json()['id']}", params={"wait": 30}).json())["status"] \
+            not in ("DONE", "FAILED", "CANCELED"):
+        assert time.monotonic() < deadline, workflow
+    assert workflow["status"] == "DONE", workflow
+    listing = watched.client.get(f"/workflows/{workflow['id']}/result").json()
+    with zipfile.ZipFile(io.BytesIO(httpx.get(listing["downloadUrl"], timeout=60).content)) as zf:
+        assert sorted(zf.namelist()) == sorted(old)

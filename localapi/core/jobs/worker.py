@@ -359,7 +359,8 @@ class JobWorker:
         bundle_path: Path | None = None
         if len(outputs) > 1:
             bundle_path = work / "bundle.zip"
-            with zipfile.ZipFile(bundle_path, "w", zipfile.ZIP_DEFLATED) as zf:
+            # strict_timestamps=False: a file dated before 1980 (an archive entry's date) is stored as 1980
+            with zipfile.ZipFile(bundle_path, "w", zipfile.ZIP_DEFLATED, strict_timestamps=False) as zf:
                 for p in outputs:
                     zf.write(p, p.name)
         stored: list[StoredFile] = []  # the results, then the bundle

@@ -419,7 +419,7 @@ class WorkflowService:
         with tempfile.TemporaryDirectory(dir=self.files.tmp_dir) as tmp:
             path = Path(tmp) / "bundle.zip"
             seen: set[str] = set()
-            with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+            with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, strict_timestamps=False) as zf:  # files before 1980
                 for file_id in outputs:
                     f = self.files.get(file_id, any_owner=True)
                     zf.write(self.files.path_of(f.id), _unique(f.original_name, seen))
