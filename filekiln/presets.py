@@ -61,6 +61,9 @@ def import_presets(args: argparse.Namespace, settings: Settings) -> int:
     except (OSError, ValueError) as exc:
         print(f"Cannot read {args.file}: {exc}", file=sys.stderr)
         return 1
+    except RecursionError:
+        print(f"Cannot read {args.file}: its JSON is nested too deeply to be a presets file.", file=sys.stderr)
+        return 1
     from localapi.core.service import Service
 
     service = Service.open(settings)  # the workflow service checks each chain; no workers start

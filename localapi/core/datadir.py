@@ -35,6 +35,16 @@ def make_private(data_dir: Path) -> threading.Thread | None:
     return thread
 
 
+def private_now(data_dir: Path, *files: Path) -> None:
+    """Make ``data_dir`` 0700 (creating it) and ``files`` in it 0600, now: for what is made before, or
+    without, the service (``filekiln keys create`` on a new data dir makes it and its database)."""
+    if os.name != "posix":
+        return
+    data_dir.mkdir(parents=True, exist_ok=True)
+    for path in (data_dir, *files):
+        _tighten(path)
+
+
 def private_umask() -> None:
     """Files this process (and what it starts) creates from now on are readable by this user only."""
     if os.name == "posix":

@@ -120,7 +120,14 @@ def open_database(settings: Settings, migrate: bool = True) -> Database:
     this release's schema unless ``migrate`` is False (PostgreSQL only: doctor looks without changing)."""
     url = settings.database_url.strip()
     if not url:
-        return SqliteDatabase(settings.data_dir / "filekiln.db")
+        from localapi.core.datadir import private_now
+
+        path = settings.data_dir / "filekiln.db"
+        private_now(settings.data_dir)  # before the file is made: a command may create the data dir here
+        db = SqliteDatabase(path)
+        # the files just made with the process's umask (the CLI's is the user's usual one)
+        private_now(settings.data_dir, path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm"))
+        return db
     scheme = url.split(":", 1)[0].lower()
     if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
         return PostgresDatabase(url, migrate=migrate)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SCALE, image_pdf_bytes, png_bytes, start_server, upload, wait_job
+from tests.conftest import SCALE, image_pdf_bytes, png_bytes, run_cli, start_server, upload, wait_job
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX modes; Windows relies on the profile's ACLs")
 
@@ -69,3 +69,17 @@ def test_a_data_dir_with_loose_modes_is_tightened_at_start(tmp_path: Path) -> No
         assert not loose(data), loose(data)
     finally:
         srv.stop()
+
+
+def test_keys_create_on_a_new_data_dir_makes_it_private(tmp_path: Path) -> None:
+    """The CLI runs with the user's usual umask (022 here), and writes the data dir before any server
+    has started to tighten it."""
+    data = tmp_path / "new" / "data"
+    old = os.umask(0o022)
+    try:
+        run_cli(data, "keys", "create", "--name", "first")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
+    assert loose(data) == [], loose(data)
+    assert "filekiln.db" in os.listdir(data)

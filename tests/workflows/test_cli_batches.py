@@ -101,6 +101,14 @@ def test_importing_a_chain_that_cannot_run_is_refused_naming_the_step(tmp_path: 
     assert saved(data) == {}  # nothing of the file is saved unless all of it can be
 
 
+def test_a_presets_file_nested_too_deeply_is_refused_in_words(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    refused = cli(tmp_path / "data", "presets", "import", str(deep))
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
+    assert "nested too deeply" in refused.stderr
+
+
 # --------------------------------------------------------------------------- folder batches
 
 
