@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,16 @@ def test_office_conversions_leave_nothing_in_the_system_temp_folder(tmp_path: Pa
     key = srv.create_key()
     try:
         with srv.client(key) as c:
+            # canceled while LibreOffice works on it (the first job starts the instance: seconds): the
+            # conversion is killed, and its scratch folder goes with the job's folder, not left in TMPDIR
+            ref = upload(c, "canceled.docx", make_docx(tmp_path, "canceled.docx").read_bytes())
+            job = c.post("/jobs", json={"tool": "document-to-pdf", "inputFileIds": [ref["id"]]}).json()
+            deadline = time.monotonic() + 60
+            while not [*system_tmp.glob("filekiln-doc-*"), *data.glob("jobs/*/*/filekiln-doc-*")]:
+                assert time.monotonic() < deadline, "the conversion never made its scratch folder"
+                time.sleep(0.02)
+            c.post(f"/jobs/{job['id']}/cancel")
+            assert wait_job(c, job["id"])["status"] == "CANCELED"
             for n in range(3):
                 ref = upload(c, f"letter-{n}.docx", make_docx(tmp_path, f"letter-{n}.docx").read_bytes())
                 job = c.post("/jobs", json={"tool": "document-to-pdf", "inputFileIds": [ref["id"]]}).json()
@@ -43,7 +54,7 @@ def test_office_conversions_leave_nothing_in_the_system_temp_folder(tmp_path: Pa
     finally:
         srv.stop()
     left = sorted(p.name for p in system_tmp.iterdir())
-    assert not [n for n in left if n.startswith("lu") or "OSL" in n], left
+    assert not [n for n in left if n.startswith(("lu", "filekiln-doc-")) or "OSL" in n], left
     new_sockets = sorted(p.name for p in office_sockets() - before)
     assert not new_sockets, new_sockets
     assert not list(data.glob("engines/office/slot-*/profile.tmp")), "the instance's temp folder outlived it"

@@ -8,12 +8,15 @@ process and everything it started.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sys
+import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 
 from converters.base import Cancelled, Context, ConversionError, InputFile, ToolEnv
@@ -86,7 +89,33 @@ def _looks_like_oom(exc: BaseException) -> bool:
 
 def run(spec: JobSpec, reporter: Reporter) -> None:
     """Run one job and send its ``Done`` or ``Failed``; nothing a tool raises escapes."""
-    reporter.send(_run(spec, reporter))
+    with job_temp(Path(spec.out_dir).parent / TEMP):
+        reply = _run(spec, reporter)
+    reporter.send(reply)
+
+
+TEMP = "tmp"  # in the job's work dir: the job's temporary files (Python's tempfile, and the engines')
+TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP")
+
+
+@contextlib.contextmanager
+def job_temp(folder: Path) -> Iterator[None]:
+    """Temporary files made during the job go to ``folder``, inside the job's work dir, which the worker
+    empties or removes when the job ends: a conversion killed on cancel or at a stop cannot clean up
+    after itself, and would leave the document it was converting in the system's temp folder."""
+    folder.mkdir(exist_ok=True)
+    saved = tempfile.tempdir, {name: os.environ.get(name) for name in TEMP_VARIABLES}
+    tempfile.tempdir = str(folder)
+    os.environ.update(dict.fromkeys(TEMP_VARIABLES, str(folder)))  # the engines this job starts
+    try:
+        yield
+    finally:
+        tempfile.tempdir = saved[0]
+        for name, value in saved[1].items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _run(spec: JobSpec, reporter: Reporter) -> Done | Failed:

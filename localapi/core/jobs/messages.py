@@ -27,7 +27,7 @@ class JobSpec:
     inputs: list[InputSpec]
     params: dict[str, Any]
     output_format: str
-    out_dir: str
+    out_dir: str  # inside the job's own work dir, whose ``tmp`` the job's temporary files go to (child.job_temp)
     models_dir: str | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     slots: dict[str, str] = field(default_factory=dict)  # resident engine name -> this worker's slot dir
