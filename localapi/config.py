@@ -53,6 +53,9 @@ class Settings:
     max_running_jobs_per_key: int = 0
     retention_days: float = 7.0
     strict_auth: bool = False
+    # GET /metrics counts every key's jobs for every key (else each key's own): for an install whose keys
+    # are all its owner's, watched by a dashboard
+    metrics_all_keys: bool = False
     download_ttl_seconds: int = 3600
     max_upload_bytes: int = 5 * 1000**3
     # writes (POST, DELETE) per key or anonymous client: above what one machine's server can take (a

@@ -5,6 +5,10 @@ answers the same: jobs and workflows by state (and jobs by tool), the queue's de
 took by tool (a histogram of the finished ones still kept), the alive worker processes and their slots
 (the ``workers`` table), and this process's workers and event listeners. Reads are aggregates over
 indexed columns; nothing is kept between scrapes.
+
+The job and workflow figures are the calling key's own, unless the ``metrics_all_keys`` setting shows
+every key's to every key (an install whose keys all belong to one owner, scraped by a dashboard): what
+one key's scripts convert is not another key's to see.
 """
 
 from __future__ import annotations
@@ -34,22 +38,25 @@ def _family(name: str, kind: str, text: str, samples: Iterable[str]) -> list[str
     return [f"# HELP {name} {text}", f"# TYPE {name} {kind}", *samples]
 
 
-def render(service: Any) -> str:
-    """The metrics of ``service`` (a :class:`~localapi.core.service.Service`) as one text document."""
+def render(service: Any, key_id: str | None) -> str:
+    """The metrics of ``service`` (a :class:`~localapi.core.service.Service`) as one text document: the
+    jobs and workflows of ``key_id``, or of every key when it is None."""
     db = service.db
+    mine, args = ("where key_id = ?", (key_id,)) if key_id is not None else ("", ())
     lines: list[str] = []
     lines += _family("filekiln_info", "gauge", "This FileKiln's version.",
                      [_sample("filekiln_info", {"version": __version__}, 1)])
-    jobs = db.all("select status, tool, count(*) as n from jobs group by status, tool order by status, tool")
+    jobs = db.all(f"select status, tool, count(*) as n from jobs {mine} group by status, tool order by status, tool",
+                  *args)
     lines += _family("filekiln_jobs", "gauge", "Jobs kept, by state and tool.",
                      [_sample("filekiln_jobs", {"status": r["status"], "tool": r["tool"]}, r["n"]) for r in jobs])
     queued = sum(r["n"] for r in jobs if r["status"] == "QUEUED")
     lines += _family("filekiln_queue_depth", "gauge", "Jobs waiting for a worker.",
                      [_sample("filekiln_queue_depth", {}, queued)])
-    workflows = db.all("select status, count(*) as n from workflows group by status order by status")
+    workflows = db.all(f"select status, count(*) as n from workflows {mine} group by status order by status", *args)
     lines += _family("filekiln_workflows", "gauge", "Workflows kept, by state (QUEUED also covers running ones).",
                      [_sample("filekiln_workflows", {"status": r["status"]}, r["n"]) for r in workflows])
-    lines += _duration_histogram(db)
+    lines += _duration_histogram(db, key_id)
     pool = service.pool
     lines += _family("filekiln_workers", "gauge", "Worker slots running jobs in this process.",
                      [_sample("filekiln_workers", {}, pool.workers if pool is not None else 0)])
@@ -63,12 +70,14 @@ def render(service: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _duration_histogram(db: Any) -> list[str]:
-    """Seconds from start to end of the DONE jobs still kept, by tool, as cumulative buckets."""
+def _duration_histogram(db: Any, key_id: str | None) -> list[str]:
+    """Seconds from start to end of the DONE jobs still kept (of ``key_id``, or all), by tool, as cumulative
+    buckets."""
     buckets = ", ".join(f"sum(case when finished_at - started_at <= {b} then 1 else 0 end)" for b in DURATION_BUCKETS)
+    mine, args = (" and key_id = ?", (key_id,)) if key_id is not None else ("", ())
     rows = db.all(f"select tool, count(*) as n, sum(finished_at - started_at) as total, {buckets} from jobs"
-                  " where status = 'DONE' and started_at is not null and finished_at is not null"
-                  " group by tool order by tool")
+                  f" where status = 'DONE' and started_at is not null and finished_at is not null{mine}"
+                  " group by tool order by tool", *args)
     samples = []
     name = "filekiln_job_duration_seconds"
     for row in rows:

@@ -306,11 +306,20 @@ class BackendOut(BaseModel):
     error: str | None = Field(None, description="what is wrong, in words")
 
 
-class HealthOut(BaseModel):
+class PublicHealthOut(BaseModel):
+    """``GET /health`` without a key: whether the service answers, its versions and engines. Where the
+    install keeps its data, its hosts and processes are shown to a key only."""
+
     status: Literal["ok"]
     version: str
     apiVersion: str
     maintenance: bool
+    engines: dict[str, dict[str, Any]]
+
+
+class HealthOut(PublicHealthOut):
+    """``GET /health`` with a key."""
+
     workers: bool = Field(description="whether this process runs workers")
     workerProcesses: list[WorkerProcessOut] = Field(
         default_factory=list, description="the alive processes running workers on this install, oldest first")
@@ -318,7 +327,6 @@ class HealthOut(BaseModel):
         default_factory=dict, description="queued jobs, by tool, that no alive worker takes: they wait for a "
                                           "worker that can run them")
     queued: int
-    engines: dict[str, dict[str, Any]]
     brokenModules: dict[str, str] = Field(default_factory=dict, description="tool modules that failed to load")
     backends: dict[str, BackendOut] = Field(
         default_factory=dict, description="what the install runs on: database, queue and storage, each with its "

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import json
+import socket
 import time
 import zipfile
 
@@ -140,6 +142,12 @@ def test_tools_list_publishes_schema_and_availability(client: httpx.Client) -> N
 def test_health_and_usage(server: Server, client: httpx.Client) -> None:
     health = httpx.get(f"{server.base_url}/health").json()
     assert health["status"] == "ok" and health["apiVersion"] == "1.0.0" and "PyMuPDF" in health["engines"]
+    # without a key, nothing of where the data is kept, the machine's name or the processes' ids
+    assert set(health) == {"status", "version", "apiVersion", "maintenance", "engines"}, health
+    text = json.dumps(health)
+    assert str(server.data_dir) not in text and socket.gethostname() not in text
+    with_key = client.get("/health").json()
+    assert with_key["backends"]["database"]["ok"] and with_key["workerProcesses"][0]["pid"] == server.process.pid
     usage = client.get("/usage").json()
     assert usage["jobsToday"] == 0 and usage["dailyJobQuota"] is None
 

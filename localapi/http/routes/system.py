@@ -16,7 +16,7 @@ from localapi.core.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from localapi.core.metrics import render as render_metrics
 from localapi.http.deps import KeyDep, OptionalKeyDep, ServiceDep
 from localapi.http.problems import problems
-from localapi.http.schemas import HealthOut, UsageOut, WorkerProcessOut, iso
+from localapi.http.schemas import HealthOut, PublicHealthOut, UsageOut, WorkerProcessOut, iso
 
 router = APIRouter(tags=["system"])
 
@@ -64,9 +64,14 @@ class DocsPageResponse(HTMLResponse):
                                            "X-Content-Type-Options": "nosniff", "Cache-Control": "no-cache"})
 
 
-@router.get("/health", response_model=HealthOut, responses=problems(401, 429))
-def health(service: ServiceDep, key: OptionalKeyDep) -> HealthOut:
-    """Version, engines and their availability. Needs no key."""
+@router.get("/health", response_model=HealthOut | PublicHealthOut, responses=problems(401, 429))
+def health(service: ServiceDep, key: OptionalKeyDep) -> HealthOut | PublicHealthOut:
+    """Version, engines and their availability, with no key. With a key, also what the install runs
+    on (database, queue and storage, with their locations), its worker processes (host and pid), the
+    queue, and the tool modules that failed to load."""
+    if key is None:
+        return PublicHealthOut(status="ok", version=__version__, apiVersion=API_VERSION,
+                               maintenance=service.switches.maintenance, engines=service.engines())
     processes, waiting = worker_processes(service)
     return HealthOut(status="ok", version=__version__, apiVersion=API_VERSION, **service.health(),
                      workerProcesses=processes, waitingForWorker=waiting)
@@ -104,8 +109,10 @@ def usage(service: ServiceDep, key: KeyDep) -> UsageOut:
           "description": "Prometheus text format (version 0.0.4)"}, **problems(401, 429)})
 def metrics(service: ServiceDep, key: KeyDep) -> PlainTextResponse:
     """Jobs and workflows by state, jobs by tool, queue depth, job durations by tool (a histogram) and
-    this process's workers, in the Prometheus text format. Needs a key (``Authorization: Bearer``)."""
-    return PlainTextResponse(render_metrics(service), media_type=METRICS_CONTENT_TYPE)
+    this process's workers, in the Prometheus text format. Needs a key (``Authorization: Bearer``); the
+    job and workflow figures are that key's own, or every key's with the ``metrics_all_keys`` setting."""
+    shown = None if service.settings.metrics_all_keys else key.id
+    return PlainTextResponse(render_metrics(service, shown), media_type=METRICS_CONTENT_TYPE)
 
 
 @router.get("/docs", include_in_schema=False)
