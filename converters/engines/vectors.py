@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import re
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -54,6 +55,39 @@ def read_svg(path: Path, fmt: str) -> bytes:
     except (zlib.error, gzip.BadGzipFile) as exc:
         raise ConversionError("damaged_input", f"The SVGZ cannot be inflated: {exc}") from None
     return bytes(out)
+
+
+HEAD_BYTES = 1024**2  # of markup read to find an SVG's root element at job creation
+
+
+def head_size(path: Path, fmt: str) -> tuple[float, float]:
+    """The natural size of the SVG at ``path`` from its root element alone, reading at most
+    :data:`HEAD_BYTES` of markup: for job creation, which must not parse (or hold) a whole hostile file.
+    The whole file is parsed by the conversion, under the job's memory cap."""
+    try:
+        root = safexml.root_element(_head_chunks(path, fmt), flat_entities=True)
+    except ElementTree.ParseError as exc:
+        raise ConversionError("damaged_input", f"No SVG image starts in the file's first "
+                                               f"{HEAD_BYTES // 1024**2} MB: {exc}") from None
+    if _local(root.tag) != "svg":
+        raise ConversionError("damaged_input", "The file is XML but not an SVG image.")
+    return natural_size(root)
+
+
+def _head_chunks(path: Path, fmt: str) -> Iterator[bytes]:
+    """The first :data:`HEAD_BYTES` of ``path``'s markup (an .svgz inflated as far as that), in pieces."""
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS) if fmt == "svgz" else None
+    given = 0
+    try:
+        with open(path, "rb") as f:
+            while given < HEAD_BYTES and (chunk := f.read(64 * 1024)):
+                if inflater is not None:  # what a bounded inflate left over comes first
+                    chunk = inflater.decompress(inflater.unconsumed_tail + chunk, HEAD_BYTES - given)
+                chunk = chunk[: HEAD_BYTES - given]
+                given += len(chunk)
+                yield chunk
+    except (zlib.error, gzip.BadGzipFile) as exc:
+        raise ConversionError("damaged_input", f"The SVGZ cannot be inflated: {exc}") from None
 
 
 def _local(name: str) -> str:

@@ -99,6 +99,25 @@ def parse(path: Path) -> ElementTree.Element:
         return _tree(iter(lambda: f.read(CHUNK), b""))
 
 
+def root_element(chunks: Iterable[bytes], *, flat_entities: bool = False) -> ElementTree.Element:
+    """The root element of the XML in ``chunks``, its attributes and no children: the parse stops where
+    the root starts, so a large document costs what its head costs. Raises ``ParseError`` when the chunks
+    end before a root element (the caller bounds them)."""
+    parser = _parser(flat_entities)
+    found: list[ElementTree.Element] = []
+
+    def start(tag: str, attrib: dict[str, str]) -> None:
+        found.append(ElementTree.Element(_name(tag), {_name(key): value for key, value in attrib.items()}))
+        raise _RootReached
+
+    parser.StartElementHandler = start
+    try:
+        _feed(parser, chunks)
+    except _RootReached:
+        return found[0]
+    raise ElementTree.ParseError("no root element")
+
+
 def check(stream: IO[bytes]) -> None:
     """Raise ``unsafe_input`` when the XML in ``stream`` declares entities, for XML an engine parses.
 

@@ -15,6 +15,7 @@ from pydantic import Field
 from converters.base import CamelParams, Context, ConversionError, Engine, InputFile, Tool, ToolEnv, atomic_output
 from converters.inputs.limits import PRECHECK_MAX_BYTES
 from converters.tools.geometry.models import (
+    CREATION_JSON_MAX,
     MAX_FILE_BYTES,
     MODEL_FORMATS,
     TRIMESH,
@@ -68,7 +69,7 @@ class ModelTool(Tool):
         for source in inputs:
             cheap = source.format not in ("obj", "3mf") and source.path.stat().st_size <= PRECHECK_MAX_BYTES
             if source.format in MODEL_FORMATS and cheap:  # headers (and a glTF's JSON) only
-                inspect(source.path, source.format, env)
+                inspect(source.path, source.format, env, json_max=CREATION_JSON_MAX)
 
 
 class ModelConvert(ModelTool):

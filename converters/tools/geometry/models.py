@@ -69,18 +69,24 @@ class Declared:
     notes: list[str] = field(default_factory=list)
 
 
-def inspect(path: Path, fmt: str, env: ToolEnv | None = None) -> Declared:
+CREATION_JSON_MAX = 1024**2  # bytes of a glTF's JSON parsed at job creation (some 25 MB of Python objects)
+
+
+def inspect(path: Path, fmt: str, env: ToolEnv | None = None, json_max: int | None = None) -> Declared:
     """Check what ``path``'s header declares against its size and the limits; raise before anything loads.
 
     Cheap enough for job creation: headers only, except OBJ and 3MF, whose vertices are counted by a pass
-    over the bytes (1 GB in about a second).
+    over the bytes (1 GB in about a second), and a glTF's JSON, which ``json_max`` bounds: a larger one
+    (its Python objects take some 25 times its size) is left for the conversion, which runs under the
+    job's memory cap and checks it whole.
     """
     limit = triangle_limit(env)
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise ConversionError("input_too_large", f"The model is {size:,} bytes; the limit is {MAX_FILE_BYTES:,}.")
     checks: dict[str, Callable[[Path, int], Declared]] = {
-        "stl": _stl, "ply": _ply, "off": _off, "obj": _obj, "glb": _glb, "gltf": _gltf, "3mf": _3mf,
+        "stl": _stl, "ply": _ply, "off": _off, "obj": _obj, "3mf": _3mf,
+        "glb": lambda p, n: _glb(p, n, json_max), "gltf": lambda p, n: _gltf(p, n, json_max),
     }
     declared = checks[fmt](path, size)
     for what, count in (("vertices", declared.vertices), ("triangles", declared.triangles)):
@@ -190,7 +196,7 @@ def _gltf_json(data: bytes) -> dict[str, Any]:
     return doc
 
 
-def _glb(path: Path, size: int) -> Declared:
+def _glb(path: Path, size: int, json_max: int | None = None) -> Declared:
     with open(path, "rb") as f:
         header = f.read(20)
         if len(header) < 20:
@@ -201,11 +207,15 @@ def _glb(path: Path, size: int) -> Declared:
         if length != size or 20 + chunk_length > size or chunk_type != 0x4E4F534A:
             raise damaged(f"The GLB declares {length:,} bytes and a JSON chunk of {chunk_length:,}; the file has "
                           f"{size:,}.")
+        if json_max is not None and chunk_length > json_max:
+            return Declared()  # counted when the job runs
         doc = _gltf_json(f.read(chunk_length))
     return _gltf_counts(doc, embedded_first=True)
 
 
-def _gltf(path: Path, size: int) -> Declared:
+def _gltf(path: Path, size: int, json_max: int | None = None) -> Declared:
+    if json_max is not None and size > json_max:
+        return Declared()  # counted when the job runs
     return _gltf_counts(_gltf_json(path.read_bytes()), embedded_first=False)
 
 

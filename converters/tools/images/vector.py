@@ -68,14 +68,15 @@ class VectorConvert(Tool):
     resident = (OFFICE,)  # LibreOffice, for metafiles only: its slot bounds how many run at once
 
     def precheck(self, inputs: Sequence[InputFile], params: Any, env: ToolEnv | None = None) -> None:
-        """Pictures by their headers; SVGs parsed (entities refused) and measured at the size asked for."""
+        """Pictures by their headers; SVGs measured at the size asked for from their root element (read
+        from the file's head: the whole file is parsed, and sanitised, by the conversion)."""
         precheck_images([i for i in inputs if i.format in TRACEABLE], env)
         for source in inputs:
             if source.format in METAFILE_FORMATS:
                 check_metafile(source, params, env)
             if source.format in VECTOR_FORMATS:
-                root, _ = vectors.sanitise(vectors.read_svg(source.path, source.format))
-                vectors.pixel_size(vectors.natural_size(root), params.width, params.dpi, pixel_limit(env))
+                vectors.pixel_size(vectors.head_size(source.path, source.format), params.width, params.dpi,
+                                   pixel_limit(env))
 
     def convert(self, ctx: Context, source: InputFile, progress: Callable[[float], None]) -> None:
         fmt, stem = ctx.output_format, source.name or source.path.name
