@@ -25,6 +25,7 @@ import pytest
 
 from localapi.config import SettingError, Settings
 from localapi.core.db import Database, DatabaseError, PostgresDatabase, SqliteDatabase, new_id, now
+from localapi.core.errors import BadRequest
 from localapi.core.migrate import upgrade
 from localapi.core.queue import JobQueue, WorkerPool
 from localapi.core.storage import Blobs, BucketBlobs, LocalBlobs, open_blobs
@@ -283,6 +284,22 @@ def test_is_not_distinct_from_matches_null_as_a_value(db: Database) -> None:
     assert ids("key_id is not distinct from ?", "key_a") == ["f2"]
     assert ids("key_id is distinct from ?", None) == ["f2", "f4"]
     assert ids("key_id = ?", None) == [], "= never matches NULL: why the code says is not distinct from"
+
+
+def test_text_with_a_nul_character_is_found_nowhere_and_postgresql_refuses_to_store_it(db: Database) -> None:
+    """An id with NUL in a URL is not found on either back-end; PostgreSQL's text cannot hold NUL, so a
+    write there is refused in words (a 400 in the API), where SQLite keeps it as any other character."""
+    db.execute("insert into settings (name, value) values (?, ?)", "plain", "x")
+    assert db.one("select value from settings where name = ?", "pla\x00in") is None
+    assert db.all("select value from settings where name = ?", "pla\x00in") == []
+    write = ("insert into settings (name, value) values (?, ?)", "with-nul", "a\x00b")
+    if isinstance(db, PostgresDatabase):
+        with pytest.raises(BadRequest, match="NUL"):
+            db.execute(*write)
+        assert setting(db, "with-nul") is None
+    else:
+        db.execute(*write)
+        assert setting(db, "with-nul") == "a\x00b"
 
 
 # --------------------------------------------------------------------------- the blob stores
