@@ -191,6 +191,34 @@ def test_a_recursive_watch_keeps_the_tree_and_skips_hidden_and_partial_files(
     assert_webp(out_dir / "a" / "b" / "c.webp", (64, 48))
 
 
+def test_links_lead_no_read_and_no_write_outside_the_folders(watching: Watching, tmp_path: Path) -> None:
+    """A link in the watched folder to a file elsewhere (the data dir's params.key, say) is never taken;
+    with the output folder inside the watched one, links planted as its sub-folder and as failed/ lead
+    no output and no report elsewhere."""
+    in_dir = tmp_path / "in"
+    out_dir = in_dir / "converted"
+    elsewhere, secret = tmp_path / "elsewhere", tmp_path / "secret.png"
+    for folder in (in_dir / "sub", out_dir, elsewhere):
+        folder.mkdir(parents=True)
+    secret.write_bytes(png_bytes(20, 20))
+    (in_dir / "link.png").symlink_to(secret)
+    (out_dir / "sub").symlink_to(elsewhere)
+    (out_dir / "failed").symlink_to(elsewhere)
+    watching.watch.add(in_dir, out_dir, WEBP, recursive=True)
+    watching.watch.start()
+    (in_dir / "plain.png").write_bytes(png_bytes(16, 16))
+    (in_dir / "sub" / "deep.png").write_bytes(png_bytes(24, 24))
+    (in_dir / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n not a png")
+    results = {str(r.rel_path): r for r in watching.wait(3)}
+    assert sorted(results) == ["broken.png", "plain.png", "sub/deep.png"], results
+    assert results["plain.png"].ok and not results["broken.png"].ok
+    assert not results["sub/deep.png"].ok and "leads outside" in (results["sub/deep.png"].message or "")
+    time.sleep(1.5)  # five times the settle time: the link would have been taken by now
+    assert len(watching.results) == 3, watching.results
+    assert list(elsewhere.iterdir()) == []
+    assert sorted(p.name for p in out_dir.iterdir()) == ["failed", "plain.webp", "sub"]
+
+
 def test_an_existing_file_is_taken_at_start_and_a_changed_one_again(
         watching: Watching, dirs: tuple[Path, Path]) -> None:
     in_dir, out_dir = dirs

@@ -162,7 +162,7 @@ class Watcher:
             if self._stopping.is_set():
                 return
             try:
-                st = (self.folder.in_dir / rel).stat()
+                st = (self.folder.in_dir / rel).lstat()  # a link is never taken, whatever it leads to
             except OSError:  # gone again (a temp file renamed, a download canceled)
                 self._drop(rel)
                 continue
@@ -184,12 +184,17 @@ class Watcher:
         if self.ledger.known(self.folder.id, version):
             return
         path = self.folder.in_dir / version.rel_path
+        if not within(path, self.folder.in_dir):  # a folder on the way is a link: it leads elsewhere
+            return
         try:
             digest = sha256_of(path)
             stored = self.service.files.add(path, path.name, key_id=None, kind="upload", move=False, sha256=digest)
-            st = path.stat()
+            st = path.lstat()
         except OSError:
             return  # gone while being read: nothing to take
+        if not stat.S_ISREG(st.st_mode) or not within(path, self.folder.in_dir):  # made a link while read
+            self.service.files.delete(stored.id)
+            return
         if (st.st_size, st.st_mtime_ns) != (version.size, version.mtime_ns):  # written to meanwhile: wait again
             self.service.files.delete(stored.id)
             with self._lock:
@@ -234,6 +239,10 @@ class Watcher:
         rel = taken.version.rel_path
         target_dir = self.folder.out_dir / rel.parent
         staged: list[tuple[str, Path]] = []
+        if not within(target_dir, self.folder.out_dir):
+            self._failed(taken, f"The output folder {rel.parent} leads outside {self.folder.out_dir} (a link); "
+                                "nothing was written.")
+            return
         try:
             target_dir.mkdir(parents=True, exist_ok=True)
             for name, source in self.service.workflows.result_paths(workflow_id):
@@ -276,14 +285,18 @@ class Watcher:
         if not self.ledger.finish(taken.row_id, FileStatus.FAILED, message):
             return
         rel = taken.version.rel_path
-        report = self.folder.out_dir / FAILED_DIR / rel.parent / f"{rel.name}.error.txt"
+        report: Path | None = self.folder.out_dir / FAILED_DIR / rel.parent / f"{rel.name}.error.txt"
+        if report is not None and not within(report.parent, self.folder.out_dir):
+            log.warning("not writing %s: it leads outside %s (a link)", report, self.folder.out_dir)
+            report = None
         text = (f"FileKiln could not convert {rel} with the preset {self.folder.preset!r}.\n\n{message}\n\n"
                 f"The file was left where it was; save it again (or a new version) to try once more.\n")
         try:
-            report.parent.mkdir(parents=True, exist_ok=True)
-            part = report.with_name(f".{secrets.token_hex(6)}.filekiln-part")
-            part.write_text(text, encoding="utf-8")
-            os.replace(part, report)  # the newest failure of a file replaces its older report
+            if report is not None:
+                report.parent.mkdir(parents=True, exist_ok=True)
+                part = report.with_name(f".{secrets.token_hex(6)}.filekiln-part")
+                part.write_text(text, encoding="utf-8")
+                os.replace(part, report)  # the newest failure of a file replaces its older report
         except OSError as exc:
             log.warning("could not write %s: %s", report, exc)
         self.report(WatchResult(self.folder.id, rel, False, [], message, report))
@@ -305,6 +318,13 @@ class _Events(FileSystemEventHandler):
         elif (event.event_type in (EVENT_TYPE_CREATED, EVENT_TYPE_MOVED) and self.watcher.folder.recursive
               and self.watcher.relative(path) is not None):  # not hidden, not the output dir
             self.watcher.scan(path)
+
+
+def within(path: Path, root: Path) -> bool:
+    """``path`` (whether or not it exists yet) stays inside ``root`` once every link on the way is
+    followed: a link planted in the watched or the output folder cannot lead a read or a write elsewhere."""
+    real = Path(os.path.realpath(path))
+    return real == root or root in real.parents
 
 
 def _place(part: Path, target: Path) -> Path:
