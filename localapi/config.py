@@ -56,6 +56,10 @@ class Settings:
     # GET /metrics counts every key's jobs for every key (else each key's own): for an install whose keys
     # are all its owner's, watched by a dashboard
     metrics_all_keys: bool = False
+    # event streams (GET /events, /jobs/{id}/events, /workflows/{id}/events) open at once per key, and per
+    # address for the job streams opened without a key: each holds a connection and a file descriptor
+    max_event_streams_per_key: int = 256
+    max_event_streams_per_client: int = 256
     download_ttl_seconds: int = 3600
     max_upload_bytes: int = 5 * 1000**3
     # writes (POST, DELETE) per key or anonymous client: above what one machine's server can take (a

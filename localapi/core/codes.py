@@ -97,6 +97,9 @@ CODES: dict[str, ErrorCode] = {
                                        "Webhooks go only to this computer, or to hosts listed in the "
                                        "webhook_allowed_hosts setting."),
     "rate_limited": _api(429, "Too many requests", "Too many requests in a short time; slow down."),
+    "too_many_streams": _api(429, "Too many event streams",
+                             "As many event streams are open for this key (or address) as it may have at once; "
+                             "close one first."),
     "internal_error": _api(500, "Internal error", "Something went wrong inside FileKiln; the log has details."),
     "maintenance": _api(503, "Maintenance", "FileKiln is in maintenance mode; switch it off in the API panel."),
     "shutting_down": _api(503, "Shutting down", "FileKiln was stopping; send the request again once it is back."),

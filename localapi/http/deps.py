@@ -52,7 +52,7 @@ def _rate_limit(service: Service, caller: str, request: Request) -> None:
         raise RateLimited("Too many requests for this key; slow down.", headers={"Retry-After": retry_after(wait)})
 
 
-def _anonymous(request: Request) -> str:
+def anonymous_caller(request: Request) -> str:
     """The buckets of a caller without a key: its address (the peer's, or the one a trusted proxy names)."""
     return f"anon:{request.client.host if request.client else '-'}"
 
@@ -102,7 +102,7 @@ async def optional_key(request: Request) -> ApiKey | None:
     key = await sent_key(request)
     if key is None and not request.scope.get(_ANONYMOUS_CHARGED):
         request.scope[_ANONYMOUS_CHARGED] = True
-        _rate_limit(get_service_of(request), _anonymous(request), request)
+        _rate_limit(get_service_of(request), anonymous_caller(request), request)
     return key
 
 
@@ -143,9 +143,9 @@ async def load_job(service: ServiceDep, caller: JobReaderDep, request: Request,
     try:
         job = service.jobs.get(id, caller)
     except JobNotFound:
-        _rate_limit(service, _anonymous(request), request)
+        _rate_limit(service, anonymous_caller(request), request)
         raise
-    _rate_limit(service, f"{_anonymous(request)}:{job.id}", request)
+    _rate_limit(service, f"{anonymous_caller(request)}:{job.id}", request)
     return job
 
 

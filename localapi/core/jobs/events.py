@@ -26,6 +26,7 @@ from typing import Any
 
 from localapi.core.bells import EVENTS, Bells
 from localapi.core.db import Connection, Database, Row, now
+from localapi.core.errors import RateLimited
 from localapi.core.jobs.records import Job
 from localapi.core.states import JobStatus
 from localapi.core.workflows.records import Workflow
@@ -46,6 +47,9 @@ TERMINAL_TYPES = frozenset({"job.done", "job.failed", "job.canceled"})
 WORKFLOW_TYPES = frozenset({"workflow.done", "workflow.failed", "workflow.canceled"})  # a workflow's end
 STREAMED_TYPES = frozenset({*TYPE_OF_STATUS.values(), PROGRESS, *WORKFLOW_TYPES})
 TAIL_BATCH = 500
+# events a listener holds for a client that does not read them: past this its stream ends, and the client
+# resumes from the feed (Listener.offer)
+MAX_QUEUED = 10_000
 
 
 @dataclass(frozen=True)
@@ -132,13 +136,29 @@ class Listener:
     end (``workflow_id``), or of every job and workflow of one key."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, job_id: str | None, key_id: str | None,
-                 types: frozenset[str], workflow_id: str | None = None) -> None:
+                 types: frozenset[str], workflow_id: str | None = None, owner: str | None = None) -> None:
         self.loop = loop
         self.job_id = job_id
         self.key_id = key_id
         self.workflow_id = workflow_id
         self.types = types
-        self.queue: asyncio.Queue[JobEvent | None] = asyncio.Queue()  # None: the server is stopping
+        self.owner = owner  # whose streams it counts against (a key, or an address without one)
+        # None: the stream ends (the server is stopping, or its client fell too far behind)
+        self.queue: asyncio.Queue[JobEvent | None] = asyncio.Queue(MAX_QUEUED)
+        self.ended = False
+
+    def offer(self, event: JobEvent | None) -> None:
+        """On the listener's loop: queue ``event``. A queue that is full ends the stream instead: what
+        waits in it is dropped, and the client, which comes back with ``Last-Event-ID``, reads it from
+        the feed; so a client that does not read holds at most :data:`MAX_QUEUED` events."""
+        if self.ended:
+            return
+        if event is None or self.queue.full():
+            self.ended = True
+            while not self.queue.empty():
+                self.queue.get_nowait()
+            event = None
+        self.queue.put_nowait(event)
 
     def wants(self, event: JobEvent) -> bool:
         if event.type not in self.types:
@@ -250,10 +270,16 @@ class EventFeed:
         return JobEvent.from_row(row) if row is not None else None
 
     def listen(self, job_id: str | None = None, key_id: str | None = None,
-               types: frozenset[str] = STREAMED_TYPES, workflow_id: str | None = None) -> Listener:
-        """Start receiving live events on the running asyncio loop; pair with :meth:`unlisten`."""
-        listener = Listener(asyncio.get_running_loop(), job_id, key_id, types, workflow_id)
+               types: frozenset[str] = STREAMED_TYPES, workflow_id: str | None = None,
+               owner: str | None = None, limit: int = 0) -> Listener:
+        """Start receiving live events on the running asyncio loop; pair with :meth:`unlisten`. With
+        ``owner`` and ``limit``, refused (429 ``too_many_streams``) when ``owner`` has ``limit`` already."""
+        listener = Listener(asyncio.get_running_loop(), job_id, key_id, types, workflow_id, owner)
         with self._lock:
+            if owner is not None and limit and sum(1 for other in self._listeners if other.owner == owner) >= limit:
+                raise RateLimited(f"{limit} event streams are open for this caller already, as many as it may "
+                                  "have at once; close one first.", code="too_many_streams",
+                                  headers={"Retry-After": "5"})
             self._listeners.add(listener)
         return listener
 
@@ -269,7 +295,7 @@ class EventFeed:
             listeners = list(self._listeners)
         for listener in listeners:
             try:
-                listener.loop.call_soon_threadsafe(listener.queue.put_nowait, None)
+                listener.loop.call_soon_threadsafe(listener.offer, None)
             except RuntimeError:  # its loop has closed: nobody waits on it any more
                 pass
 
@@ -357,7 +383,7 @@ class EventFeed:
             for listener in listeners:
                 if listener.wants(event):
                     try:
-                        listener.loop.call_soon_threadsafe(listener.queue.put_nowait, event)
+                        listener.loop.call_soon_threadsafe(listener.offer, event)
                     except RuntimeError:  # its loop is closed: the request is gone
                         self.unlisten(listener)
             for callback in callbacks:

@@ -31,7 +31,7 @@ from localapi.core.jobs.events import (
 )
 from localapi.core.service import Service
 from localapi.core.workflows.service import WORKFLOW_TYPE_OF_STATUS
-from localapi.http.deps import CallerDep, JobDep, KeyDep, ServiceDep
+from localapi.http.deps import CallerDep, JobDep, KeyDep, ServiceDep, anonymous_caller, sent_key
 from localapi.http.problems import problems
 from localapi.http.schemas import JobOut, WorkflowOut
 
@@ -121,7 +121,10 @@ async def job_events(job: JobDep, service: ServiceDep, request: Request,
     CANCELED). Without ``Last-Event-ID`` the stream starts with the job as it stands; with it, every
     change after that event is sent first, and a job that has ended gives its end (again) at once, as a
     workflow does. Answers without a key, like ``GET /jobs/{id}``."""
-    listener = service.events.listen(job_id=job.id)
+    key = await sent_key(request)
+    owner, limit = ((f"key:{key.id}", service.settings.max_event_streams_per_key) if key is not None
+                    else (anonymous_caller(request), service.settings.max_event_streams_per_client))
+    listener = service.events.listen(job_id=job.id, owner=owner, limit=limit)
     after = last_seq(last_event_id)
     if after is not None:
         backlog = await run_in_threadpool(service.events.since, after, job_id=job.id)
@@ -153,7 +156,8 @@ async def workflow_events(id: Annotated[str, Path(description="The workflow id",
     ``workflow.done``, ``workflow.failed`` or ``workflow.canceled`` with the Workflow as ``data``. A
     workflow that has ended already gives its end at once. ``Last-Event-ID`` resumes as for jobs."""
     workflow = service.workflows.get(id, caller)
-    listener = service.events.listen(workflow_id=workflow.id)
+    listener = service.events.listen(workflow_id=workflow.id, owner=f"key:{workflow.key_id}",
+                                     limit=service.settings.max_event_streams_per_key)
     after = last_seq(last_event_id)
     backlog: list[JobEvent] = []
     if after is not None:
@@ -184,7 +188,8 @@ async def key_events(service: ServiceDep, key: KeyDep, request: Request,
                      last_event_id: LastEventId = None) -> StreamingResponse:
     """Every change of every job of the calling key, as server-sent events, with a keep-alive comment
     every 15 s. With ``Last-Event-ID``, the changes after that event are sent first."""
-    listener = service.events.listen(key_id=key.id)
+    listener = service.events.listen(key_id=key.id, owner=f"key:{key.id}",
+                                     limit=service.settings.max_event_streams_per_key)
     after = last_seq(last_event_id)
     backlog: list[JobEvent] = []
     if after is not None:
