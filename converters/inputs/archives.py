@@ -103,12 +103,15 @@ def a_bomb(what: str, size: int, packed: int, limits: ArchiveLimits) -> Conversi
                                               f"{limits.ratio}:1): a decompression bomb.")
 
 
-def check_listing(entries: Iterable[EntryInfo], limits: ArchiveLimits) -> tuple[int, int]:
+def check_listing(entries: Iterable[EntryInfo], limits: ArchiveLimits,
+                  archive_bytes: int | None = None) -> tuple[int, int]:
     """Check what an archive's directory says, before anything is inflated; return (entries, declared bytes).
 
     Every entry counts against the entry limit (folders and links too); every name must stay inside the
     archive; the declared sizes of the files must fit the total; an entry (or a solid block) past the ratio
-    floor must not claim to expand more than the ratio limit.
+    floor must not claim to expand more than the ratio limit; and, given the archive's size, neither may
+    all of them together: entries each under the floor, sharing one block of compressed data (a ZIP's
+    overlapping entries), still expand no more than the ratio allows the whole archive.
     """
     count = total = 0
     groups: dict[int, list[int]] = {}  # id(group) -> [size, packed]
@@ -134,6 +137,8 @@ def check_listing(entries: Iterable[EntryInfo], limits: ArchiveLimits) -> tuple[
     for key, (size, packed) in groups.items():
         if size > max(limits.ratio_floor, limits.ratio * max(packed, 1)):
             raise a_bomb(f"The solid block starting at {shown(first[key])}", size, packed, limits)
+    if archive_bytes is not None and total > max(limits.ratio_floor, limits.ratio * max(archive_bytes, 1)):
+        raise a_bomb("The archive", total, archive_bytes, limits)
     return count, total
 
 

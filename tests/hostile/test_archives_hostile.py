@@ -15,6 +15,7 @@ import hashlib
 import io
 import os
 import stat
+import struct
 import tarfile
 import time
 import uuid
@@ -200,10 +201,11 @@ def zip_bomb(size: int) -> bytes:
     return raw_zip([RawEntry("zeros.bin", zeros_deflate(size), size, crc32_zeros(size))])
 
 
-def tar_gz_zeros(declared: int, zeros: int) -> bytes:
-    """A gzip member holding a tar header that declares a ``declared``-byte file, then ``zeros`` zero bytes (the
-    file's data, its padding and the end marker are all zeros), with a right CRC and length."""
-    header = bytearray(tar_bytes([(member("zeros.bin"), b"")])[:512])
+def tar_gz_zeros(declared: int, zeros: int, kind: bytes = tarfile.REGTYPE) -> bytes:
+    """A gzip member holding a tar header that declares a ``declared``-byte file (or a member of another
+    ``kind`` with that much data), then ``zeros`` zero bytes (the data, its padding and the end marker are
+    all zeros), with a right CRC and length."""
+    header = bytearray(tar_bytes([(member("zeros.bin", kind), b"")])[:512])
     header[124:136] = b"%011o\0" % declared if declared < 8**11 else b"\x80" + declared.to_bytes(11, "big")
     header[148:156] = b"        "
     header[148:156] = b"%06o\0 " % sum(header)
@@ -211,6 +213,44 @@ def tar_gz_zeros(declared: int, zeros: int) -> bytes:
     member_data = zeros_deflate(zeros, prefix=bytes(header))
     return (b"\x1f\x8b\x08\x00\0\0\0\0\x00\x03" + member_data
             + (crc & 0xFFFFFFFF).to_bytes(4, "little") + ((512 + zeros) & 0xFFFFFFFF).to_bytes(4, "little"))
+
+
+def overlapping_zip(count: int) -> bytes:
+    """``count`` entries of 1 MiB of zeros each, all sharing one deflated block (some 1 KB): each is at the
+    ratio floor, so no entry's own ratio counts."""
+    data, crc = zeros_deflate(MiB), crc32_zeros(MiB)
+    first = b"0.bin"
+    local = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 0x21, crc, len(data), MiB, len(first), 0) + first
+    central = bytearray()
+    for n in range(count):
+        name = f"{n}.bin".encode()
+        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 8, 0, 0x21, crc, len(data), MiB,
+                               len(name), 0, 0, 0, 0, 0, 0) + name
+    start = len(local) + len(data)
+    return bytes(local + data + central + struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, count, count, len(central),
+                                                      start, 0))
+
+
+def test_entries_sharing_one_compressed_block_are_refused_at_job_creation(watched: Watched) -> None:
+    outcome = attempt(watched, "overlap.zip", overlapping_zip(500))
+    assert outcome.refused is not None and outcome.code == "input_too_large", outcome
+    assert "overlap" in outcome.refused["detail"]
+
+
+def test_entries_each_under_the_ratio_floor_are_held_to_the_archives_ratio(watched: Watched) -> None:
+    # 300 entries of 1 MiB of zeros, each some 1 KB deflated and apart: 300 MiB from some 330 KB
+    archive = raw_zip([RawEntry(f"{n}.bin", zeros_deflate(MiB), MiB, crc32_zeros(MiB)) for n in range(300)])
+    outcome = attempt(watched, "many.zip", archive)
+    assert outcome.refused is not None and outcome.code == "input_too_large", outcome
+    assert "The archive expands" in outcome.refused["detail"]
+
+
+def test_the_data_of_members_that_are_skipped_inflates_no_further_than_the_ratio(watched: Watched) -> None:
+    # a member of a type tar does not know, with 600 MiB of data: skipped, but its data inflates to be passed over
+    outcome = attempt(watched, "odd.tar.gz", tar_gz_zeros(600 * MiB, 600 * MiB + 1024, kind=b"Z"))
+    assert outcome.job is not None and (outcome.job["status"], outcome.code) == ("FAILED", "input_too_large")
+    assert "decompression bomb" in outcome.job["errorMessage"]
+    still_answers(watched)
 
 
 def test_a_10_gib_zip_bomb_is_refused_at_job_creation(watched: Watched) -> None:

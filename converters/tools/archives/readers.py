@@ -119,7 +119,7 @@ class Reader:
         if entries is None:
             return None
         _, total = check_listing((EntryInfo(e.name, e.kind, e.size, e.packed, e.group) for e in entries),
-                                 self.limits)
+                                 self.limits, archive_bytes=self.path.stat().st_size)
         self.check_password(entries)
         return total
 
@@ -159,6 +159,18 @@ def _zip_mtime(info: zipfile.ZipInfo) -> float | None:
         return None
 
 
+def _no_overlap(infos: list[zipfile.ZipInfo], label: str) -> None:
+    """Refuse a ZIP whose entries share compressed data: an entry's data starts after its local header (30
+    bytes and more), so the next entry's header must start past this one's data. Overlapping entries are how a few
+    kilobytes of ZIP make hundreds of entries of one inflated block (each under the ratio floor)."""
+    end = -1
+    for info in sorted(infos, key=lambda i: i.header_offset):
+        if info.header_offset < end:
+            raise ConversionError("input_too_large", f"{label}: its entries overlap (several share one piece of "
+                                                     "compressed data): a decompression bomb.")
+        end = info.header_offset + 30 + info.compress_size  # its name and extra field only add to the 30
+
+
 class ZipReader(Reader):
     """ZIP: the central directory lists the entries; each one is inflated here (deflate), counting, and stopped
     one byte past its declared size, or read through :mod:`zipfile` (stored, bzip2, LZMA, encrypted), which never
@@ -172,6 +184,7 @@ class ZipReader(Reader):
                     infos = zf.infolist()
             except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
                 raise damaged(f"{self.label} (ZIP)", exc) from None
+            _no_overlap(infos, self.label)
             entries = []
             for info in infos:
                 kind, executable = _zip_kind(info)
@@ -615,7 +628,9 @@ class TarReader(Reader):
             if self.fmt == "tar.zst":
                 zstd_frames(f)
             codec = self.fmt.removeprefix("tar.")
-            inflated = DecompressStream(raw, codec, self.limits.total_bytes + HEADER_BUDGET)
+            # bounded in all and against the bytes read: what tarfile skips (members not taken) inflates too
+            inflated = DecompressStream(raw, codec, self.limits.total_bytes + HEADER_BUDGET,
+                                        max_ratio=self.limits.ratio)
             read_tar(inflated, lambda: raw.count, sink, self.label)
 
     def fraction(self, written: int, total: int | None) -> float:

@@ -14,6 +14,7 @@ import zlib
 from typing import Any, BinaryIO, Protocol
 
 from converters.base import ConversionError
+from converters.inputs.archives import RATIO_FLOOR
 
 RAW_CHUNK = 32 * 1024  # compressed bytes fed at a time: the count of what an entry consumed is this precise
 MAX_READ = 16 * 1024**2  # the most one read may ask for: a tar header asking more (pax record, long name) is refused
@@ -105,7 +106,11 @@ class ForwardStream:
         self.position += len(out)
         if self.max_output is not None and self.position > self.max_output:
             raise ConversionError("input_too_large", f"The archive expands past {self.max_output:,} bytes.")
+        self._check_ratio()
         return bytes(out)
+
+    def _check_ratio(self) -> None:
+        """A stream that inflates checks what it made against what it read (:class:`DecompressStream`)."""
 
     def readinto(self, buffer: Any) -> int:
         data = self.read(len(buffer))
@@ -215,10 +220,12 @@ class DecompressStream(ForwardStream):
     anything else followed (it is ignored too). A stream that ends before its end marker is ``damaged_input``.
     """
 
-    def __init__(self, raw: CountingFile, fmt: str, max_output: int | None = None) -> None:
+    def __init__(self, raw: CountingFile, fmt: str, max_output: int | None = None,
+                 max_ratio: int | None = None) -> None:
         super().__init__(max_output)
         self.raw = raw
         self.fmt = fmt
+        self.max_ratio = max_ratio  # of everything inflated, skipped bytes too, to what was read of the file
         self.pending = b""
         self.done = False
         self.trailing = False
@@ -236,6 +243,12 @@ class DecompressStream(ForwardStream):
     @property
     def consumed(self) -> int:
         return self.raw.count
+
+    def _check_ratio(self) -> None:
+        if self.max_ratio is not None and self.position > max(RATIO_FLOOR, self.max_ratio * self.consumed):
+            raise ConversionError("input_too_large", f"The archive expands {self.position:,} bytes from "
+                                                     f"{self.consumed:,} (more than {self.max_ratio}:1): a "
+                                                     "decompression bomb.")
 
     def _new(self) -> Any:
         if self.fmt == "gz":
