@@ -36,7 +36,7 @@ from converters.base import Cancelled, ConversionError, ToolEnv
 from converters.inputs.sniff import sniff
 from converters.tools.archives import rar as rar_module
 from converters.tools.archives.common import WRITABLE, codec_level
-from tests.conftest import png_bytes
+from tests.conftest import in_ci, png_bytes
 from tests.converters.runtool import ToolRun, run_tool
 from tests.samples_cache import cache_dir, sdist_files
 
@@ -811,6 +811,36 @@ def test_rar_without_a_reader_says_how_to_get_one(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(rar_module, "rar_backend", lambda: None)
     message = refused("archive-extract", [rar_samples()["rar5-subdirs.rar"]], tmp_path / "out", "engine_missing")
     assert "unar" in message and "bsdtar" in message and "apt install" in message
+
+
+def test_a_rar_password_is_on_no_command_line_unless_the_archive_needs_it(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """lsar and unar take a password only as an argument, which any local user can read in
+    /proc/*/cmdline: it is given to them only for what is encrypted. Each program is run through a
+    script that records its arguments, then runs it."""
+    found = rar_module.rar_backend()
+    if found is None or found[0] != "unar":
+        if in_ci():
+            pytest.fail("unar is not installed")
+        pytest.skip("unar is not installed")
+    calls = tmp_path / "calls.txt"
+    shims = {}
+    for name, real in found[1].items():
+        shim = tmp_path / name
+        shim.write_text(f'#!/bin/sh\nprintf "%s\\n" "{name} $*" >> {calls}\nexec {real} "$@"\n')
+        shim.chmod(0o755)
+        shims[name] = str(shim)
+    monkeypatch.setattr(rar_module, "rar_backend", lambda: ("unar", shims))
+    samples = rar_samples()
+    plain = run_tool("archive-extract", [samples["rar5-subdirs.rar"]], tmp_path / "plain", {"password": "Sekrit-42"})
+    assert len(plain.outputs) == 4
+    assert calls.read_text().count("unar ") == 4 and "Sekrit-42" not in calls.read_text()
+    calls.unlink()
+    for sample in ("rar5-psw.rar", "rar5-hpsw.rar"):  # encrypted files; an encrypted list of files
+        assert len(run_tool("archive-extract", [samples[sample]], tmp_path / sample, {"password": "password"}).outputs)
+    said = calls.read_text().splitlines()
+    assert any("-p password" in line for line in said if line.startswith("unar "))
+    assert [line for line in said if line.startswith("lsar ") and "-p password" in line], said
 
 
 @pytest.mark.parametrize("backend", ["unar", "bsdtar"])

@@ -114,6 +114,7 @@ class RarReader(Reader):
     def __init__(self, source: InputFile, password: str | None, limits: ArchiveLimits) -> None:
         super().__init__(source, password, limits)
         self.backend = rar_backend()
+        self._headers_encrypted = False  # its list of files needed the password (every entry then does)
 
     # ---- where the archive is read from
 
@@ -149,8 +150,20 @@ class RarReader(Reader):
             path = self._archive_path()
             if path is None:
                 return None
-            self._listed = self._lsar(path, self.password)
+            self._listed = self._list(path)
         return self._listed
+
+    def _list(self, path: Path) -> list[Entry]:
+        """The listing, read without the password first: lsar and unar take a password only on their command
+        line, which every local user can read (``/proc/*/cmdline``), so it goes there only when the
+        archive needs it (its list of files is encrypted here; an encrypted entry, when it is read)."""
+        try:
+            return self._lsar(path, None)
+        except ConversionError as exc:
+            if exc.code != "password_protected" or self.password is None:
+                raise
+        self._headers_encrypted = True
+        return self._lsar(path, self.password)
 
     def _lsar(self, path: Path, password: str | None) -> list[Entry]:
         assert self.backend is not None
@@ -237,7 +250,8 @@ class RarReader(Reader):
                 continue
             if entry.encrypted and self.password is None:
                 raise ConversionError("password_protected", f"{self.label} is encrypted: give its password.")
-            cmd = [self.backend[1]["unar"], "-q", "-nr", "-o", "-", *(["-p", self.password] if self.password else []),
+            needed = self.password is not None and (entry.encrypted or self._headers_encrypted)
+            cmd = [self.backend[1]["unar"], "-q", "-nr", "-o", "-", *(["-p", self.password] if needed else []),
                    "-i", str(path), str(entry.key)]
             with self._stderr("unar.err") as err:
                 proc = start(cmd, self.work, err)
