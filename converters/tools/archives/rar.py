@@ -250,9 +250,9 @@ class RarReader(Reader):
                 continue
             if entry.encrypted and self.password is None:
                 raise ConversionError("password_protected", f"{self.label} is encrypted: give its password.")
-            needed = self.password is not None and (entry.encrypted or self._headers_encrypted)
-            cmd = [self.backend[1]["unar"], "-q", "-nr", "-o", "-", *(["-p", self.password] if needed else []),
-                   "-i", str(path), str(entry.key)]
+            secret = ["-p", self.password] if self.password is not None and (
+                entry.encrypted or self._headers_encrypted) else []
+            cmd = [self.backend[1]["unar"], "-q", "-nr", "-o", "-", *secret, "-i", str(path), str(entry.key)]
             with self._stderr("unar.err") as err:
                 proc = start(cmd, self.work, err)
                 assert proc.stdout is not None
