@@ -45,6 +45,8 @@ CODES: dict[str, ErrorCode] = {
     "tool_not_found": _api(404, "Tool not found", "There is no such tool."),
     "webhook_not_found": _api(404, "Webhook not found", "The webhook does not exist (any more)."),
     "workflow_not_found": _api(404, "Workflow not found", "The workflow does not exist (any more)."),
+    "preset_not_yours": _api(403, "Not this key's preset",
+                             "A key changes and deletes only the presets it made; save a copy under another name."),
     "preset_not_found": _api(404, "Preset not found", "There is no preset of that name."),
     "watch_folder_not_found": _api(404, "Watch folder not found", "The watch folder does not exist (any more)."),
     "unknown_tool": _api(422, "Unknown tool", "This tool is not installed in this FileKiln.", 404, job=True),

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from localapi.config import Settings
 
 # the newest migration in localapi/migrations/versions: a database already there is opened without Alembic
-SCHEMA_HEAD = "0001_baseline"
+SCHEMA_HEAD = "0002_preset_owner"
 # the advisory lock every writing transaction on PostgreSQL holds (SQLite's one writer at a time)
 WRITE_LOCK = 0x46_4B_57  # "FKW"
 PING_AFTER = 10.0  # seconds a pooled PostgreSQL connection may rest before it is checked as it is taken

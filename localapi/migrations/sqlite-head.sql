@@ -1,6 +1,6 @@
 -- A new SQLite metadata database at this revision is made with these statements, without Alembic
 -- (localapi/core/db.py). Written by `python -m localapi.core.migrate`; do not edit by hand.
--- revision: 0001_baseline
+-- revision: 0002_preset_owner
 
 CREATE TABLE alembic_version (
 	version_num VARCHAR(32) NOT NULL, 
@@ -102,7 +102,7 @@ CREATE TABLE presets (
 	description TEXT DEFAULT '' NOT NULL, 
 	steps TEXT NOT NULL, 
 	created_at DOUBLE NOT NULL, 
-	updated_at DOUBLE NOT NULL, 
+	updated_at DOUBLE NOT NULL, key_id TEXT, 
 	PRIMARY KEY (name)
 );
 

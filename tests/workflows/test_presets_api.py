@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import io
+import json
+import uuid
 from pathlib import Path
 
 import httpx
 import pytest
 from PIL import Image
 
-from tests.conftest import assert_problem, failed_job, png_bytes, upload, wait_job
+from tests.conftest import Server, assert_problem, failed_job, png_bytes, run_cli, upload, wait_job
 from tests.workflows.test_workflows_api import wait_workflow
 
 SMALL_WEBP = {"name": "Small WebP", "description": "200 px wide WebP",
@@ -39,6 +41,37 @@ def test_presets_crud_and_the_built_ins(client: httpx.Client) -> None:
     assert_problem(client.get("/presets/Broken"), 404, "preset_not_found")
     assert client.delete("/presets/Small WebP").status_code == 204
     assert_problem(client.get("/presets/Small WebP"), 404, "preset_not_found")
+
+
+def test_a_key_changes_and_deletes_only_the_presets_it_made(server: Server, client: httpx.Client,
+                                                            tmp_path: Path) -> None:
+    """Presets are the install's: every key reads and uses each one, and changes or deletes only its own.
+    One made on the command line (or the desktop, or for a watch folder) no key may change."""
+    mine, owners = f"Mine {uuid.uuid4().hex[:8]}", f"Owner's {uuid.uuid4().hex[:8]}"
+    assert client.post("/presets", json={**SMALL_WEBP, "name": mine}).status_code == 201
+    exported = tmp_path / "presets.json"
+    exported.write_text(json.dumps({"format": "filekiln-presets", "version": 1, "presets": [
+        {"name": owners, "description": "made on the command line", "steps": SMALL_WEBP["steps"]}]}))
+    run_cli(server.data_dir, "presets", "import", str(exported))
+    with server.client(server.create_key("another")) as other:
+        for name in (mine, owners):
+            assert other.get(f"/presets/{name}").status_code == 200
+            assert_problem(other.put(f"/presets/{name}", json={"steps": SMALL_WEBP["steps"]}), 403,
+                           "preset_not_yours")
+            assert_problem(other.delete(f"/presets/{name}"), 403, "preset_not_yours")
+        ref = upload(other, "a.png", png_bytes())
+        assert other.post("/jobs", json={"preset": mine, "inputFileIds": [ref["id"]]}).status_code == 201
+    assert_problem(client.put(f"/presets/{owners}", json={"steps": SMALL_WEBP["steps"]}), 403, "preset_not_yours")
+    assert client.put(f"/presets/{mine}", json={"description": "still mine", "steps": SMALL_WEBP["steps"]}
+                      ).json()["description"] == "still mine"
+    assert client.delete(f"/presets/{mine}").status_code == 204
+    assert "Deleted" in run_cli(server.data_dir, "presets", "delete", owners)  # the owner may
+
+
+@pytest.mark.parametrize("name", ["..", ".hidden", "del\x7f", "nel\x85", "photo\u202egnp", "line\u2028break",
+                                  "zero\u200bwidth", "a/b"])
+def test_names_that_could_not_be_shown_as_a_file_name_are_refused(client: httpx.Client, name: str) -> None:
+    assert_problem(client.post("/presets", json={**SMALL_WEBP, "name": name}), 422, "invalid_preset_name")
 
 
 def test_a_one_step_preset_runs_as_a_job_and_a_multi_step_one_points_to_workflows(client: httpx.Client) -> None:

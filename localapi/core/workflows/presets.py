@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from typing import Any
 
 from localapi.core.db import Database, now
-from localapi.core.errors import Conflict, InvalidParams, PresetNotFound
+from localapi.core.errors import Conflict, Forbidden, InvalidParams, PresetNotFound, ServiceError
+from localapi.core.files import display_name
 from localapi.core.workflows.records import Preset, StepSpec
 
 MAX_STEPS = 20
@@ -35,10 +37,14 @@ BUILTIN: dict[str, Preset] = {p.name: p for p in (
 
 
 def check_name(name: str) -> str:
-    name = name.strip()
-    if not NAME_PATTERN.match(name):
-        raise InvalidParams("A preset's name is 1 to 80 characters, without slashes or control characters.",
-                            code="invalid_preset_name", errors={"name": ["1-80 characters, no / \\ or controls"]})
+    """``name`` (trimmed, NFC) when a preset may have it: what an uploaded file's name may be shown as
+    (no control, format, bidi or separator character, no path, no leading dot: ``..`` is no name), 1 to
+    80 characters."""
+    name = unicodedata.normalize("NFC", name).strip(" ")  # str.strip() would drop U+0085 and U+2028 unseen
+    if not NAME_PATTERN.match(name) or display_name(name) != name:
+        raise InvalidParams("A preset's name is 1 to 80 characters, without slashes, a leading dot, or control, "
+                            "format or line-separator characters.", code="invalid_preset_name",
+                            errors={"name": ["1-80 characters, no / \\, leading dot or invisible characters"]})
     return name
 
 
@@ -76,29 +82,49 @@ class PresetStore:
             raise PresetNotFound(f"No preset {name!r}.")
         return self._preset(row)
 
-    def save(self, name: str, steps: list[StepSpec], description: str = "", *, replace: bool = True) -> Preset:
+    def save(self, name: str, steps: list[StepSpec], description: str = "", *, replace: bool = True,
+             key_id: str | None = None) -> Preset:
         """Create or (``replace``) overwrite a saved preset. Steps are checked by the caller (the
-        workflow service), so that a preset never holds a chain that cannot run."""
+        workflow service), so that a preset never holds a chain that cannot run. ``key_id``: the API key
+        saving it, which may replace only a preset it made (None: the desktop, the CLI or a watch folder,
+        the install's owner, who may replace any)."""
         name = check_name(name)
         if name in BUILTIN:
             raise Conflict(f"{name!r} is a built-in preset; save a copy under another name.", code="preset_builtin")
         t = now()
         body = json.dumps([s.to_json() for s in steps])
         if replace:
-            self.db.execute(
-                "insert into presets (name, description, steps, created_at, updated_at) values (?, ?, ?, ?, ?)"
-                " on conflict (name) do update set description = excluded.description, steps = excluded.steps,"
-                " updated_at = excluded.updated_at", name, description, body, t, t)
-        elif not self.db.execute("insert into presets (name, description, steps, created_at, updated_at)"
-                                 " values (?, ?, ?, ?, ?) on conflict do nothing", name, description, body, t, t):
+            mine = "" if key_id is None else " where presets.key_id = ?"
+            changed = self.db.execute(
+                "insert into presets (name, description, steps, created_at, updated_at, key_id)"
+                " values (?, ?, ?, ?, ?, ?) on conflict (name) do update set description = excluded.description,"
+                f" steps = excluded.steps, updated_at = excluded.updated_at{mine}",
+                name, description, body, t, t, key_id, *([key_id] if key_id is not None else []))
+            if not changed:
+                raise self._not_yours(name)
+        elif not self.db.execute("insert into presets (name, description, steps, created_at, updated_at, key_id)"
+                                 " values (?, ?, ?, ?, ?, ?) on conflict do nothing",
+                                 name, description, body, t, t, key_id):
             raise Conflict(f"A preset named {name!r} exists already.", code="preset_exists")
         return self.get(name)
 
-    def delete(self, name: str) -> None:
+    def delete(self, name: str, key_id: str | None = None) -> None:
+        """Delete a saved preset; ``key_id`` as for :meth:`save`."""
         if name in BUILTIN:
             raise Conflict(f"{name!r} is built in and cannot be deleted.", code="preset_builtin")
-        if not self.db.execute("delete from presets where name = ?", name):
-            raise PresetNotFound(f"No preset {name!r}.")
+        if key_id is None:
+            deleted = self.db.execute("delete from presets where name = ?", name)
+        else:
+            deleted = self.db.execute("delete from presets where name = ? and key_id = ?", name, key_id)
+        if not deleted:
+            self.get(name)  # PresetNotFound when there is none
+            raise self._not_yours(name)
+
+    @staticmethod
+    def _not_yours(name: str) -> ServiceError:
+        return Forbidden(f"The preset {name!r} was made by another key, or on the desktop or the command line; a "
+                         "key changes and deletes only its own presets. Save a copy under another name.",
+                         code="preset_not_yours")
 
     def export(self, names: list[str] | None = None) -> dict[str, Any]:
         """Saved presets (all, or ``names``, built-ins included when named) as one JSON document."""

@@ -121,9 +121,11 @@ class WorkflowService:
         return [StepSpec(t.id, m.public(), f) for t, m, f in self.check_chain(steps, None)]
 
     def save_preset(self, name: str, steps: Sequence[StepSpec], description: str = "", *,
-                    replace: bool = True) -> Preset:
-        """Check a chain, then save it as a preset (``replace``: overwrite a saved one of that name)."""
-        return self.presets.save(check_name(name), self.preset_steps(steps), description, replace=replace)
+                    replace: bool = True, key_id: str | None = None) -> Preset:
+        """Check a chain, then save it as a preset (``replace``: overwrite a saved one of that name;
+        ``key_id``: the API key saving it, see :meth:`PresetStore.save`)."""
+        return self.presets.save(check_name(name), self.preset_steps(steps), description, replace=replace,
+                                 key_id=key_id)
 
     # ---- creation ----
 
