@@ -103,7 +103,11 @@ def job_temp(folder: Path) -> Iterator[None]:
     """Temporary files made during the job go to ``folder``, inside the job's work dir, which the worker
     empties or removes when the job ends: a conversion killed on cancel or at a stop cannot clean up
     after itself, and would leave the document it was converting in the system's temp folder."""
-    folder.mkdir(exist_ok=True)
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError:  # a full disk, say: the job runs as before, and says what failed on its own
+        yield
+        return
     saved = tempfile.tempdir, {name: os.environ.get(name) for name in TEMP_VARIABLES}
     tempfile.tempdir = str(folder)
     os.environ.update(dict.fromkeys(TEMP_VARIABLES, str(folder)))  # the engines this job starts
