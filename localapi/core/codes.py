@@ -68,6 +68,7 @@ CODES: dict[str, ErrorCode] = {
                             "The workflow failed, so it has no result; its errorMessage says where."),
     "workflow_canceled": _api(409, "Workflow canceled", "The workflow was canceled, so it has no result."),
     "preset_exists": _api(409, "Preset exists", "A preset of that name exists already; choose another name."),
+    "too_many_webhooks": _api(409, "Too many webhooks", "A key may have 20 webhooks; delete one first."),
     "preset_builtin": _api(409, "Built-in preset",
                            "Built-in presets cannot be changed or deleted; save a copy under another name."),
     "link_expired": _api(410, "Link expired", "The download link has expired; ask for a new one."),

@@ -39,6 +39,7 @@ from tests.conftest import (
 
 FAST = {"webhook_retry_seconds": [0.2, 0.4, 0.4, 0.4, 0.4], "webhook_timeout_seconds": 1.0}
 HANG = "hang"  # an answer: accept the request and never reply
+TRICKLE = "trickle"  # an answer: a header that never ends, a byte every 0.3 s
 
 
 @dataclass
@@ -78,6 +79,9 @@ class Receiver:
                 if reply == HANG:
                     receiver.hang(self.connection)
                     return
+                if reply == TRICKLE:
+                    receiver.trickle(self.connection)
+                    return
                 status, headers = reply if isinstance(reply, tuple) else (reply, {})
                 self.send_response(int(status))
                 for name, value in {**headers, "Content-Length": "0"}.items():
@@ -103,6 +107,17 @@ class Receiver:
                     self.disconnected.append(time.monotonic())
                     self.changed.notify_all()
                 return
+
+    def trickle(self, conn: socket.socket) -> None:
+        """Answer so slowly that no single read waits long: a status line, then a header a byte at a time."""
+        try:
+            conn.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+            while not self.released.wait(0.3):
+                conn.sendall(b"a")
+        except OSError:  # the client gave up and closed the connection
+            with self.changed:
+                self.disconnected.append(time.monotonic())
+                self.changed.notify_all()
 
     def wait_for(self, check: Callable[[list[Hit]], bool], timeout: float = 30) -> list[Hit]:
         with self.changed:
@@ -367,6 +382,28 @@ def test_a_hanging_target_is_cut_at_the_timeout(server: Server, client: httpx.Cl
     wait_until(lambda: delivery(server.data_dir, hits[0].event_id)["status"] == "delivered")
     row = delivery(server.data_dir, hits[0].event_id)
     assert (row["attempts"], row["last_status"], row["last_error"]) == (2, 200, "no answer within 1 s")
+
+
+def test_a_target_that_trickles_its_answer_is_cut_at_the_deadline(server: Server, client: httpx.Client,
+                                                                   receivers: Any) -> None:
+    """A byte every 0.3 s never trips a timeout per read (1 s here): the attempt's total deadline does."""
+    receiver = receivers(lambda n: TRICKLE if n == 0 else 200)
+    hook(client, receiver.url)
+    run_job(client)
+    hits = receiver.wait_for(lambda hits: len(hits) >= 2, timeout=20)
+    assert hits[1].event_id == hits[0].event_id
+    wait_until(lambda: bool(receiver.disconnected), timeout=10)  # its next byte finds the connection closed
+    wait_until(lambda: delivery(server.data_dir, hits[0].event_id)["status"] == "delivered")
+    assert delivery(server.data_dir, hits[0].event_id)["last_error"] == "no answer within 1 s"
+
+
+def test_a_key_may_have_twenty_hooks(server: Server) -> None:
+    with server.client(server.create_key("many hooks")) as c:
+        made = [hook(c, f"http://127.0.0.1:9/{n}") for n in range(20)]
+        assert_problem(c.post("/webhooks", json={"url": "http://127.0.0.1:9/21", "events": ["job.done"]}), 409,
+                       "too_many_webhooks")
+        assert c.delete(f"/webhooks/{made[0]['id']}").status_code == 204
+        hook(c, "http://127.0.0.1:9/21")  # room again
 
 
 def self_signed_tls(folder: Path) -> ssl.SSLContext:

@@ -33,11 +33,18 @@ log = logging.getLogger("filekiln.webhooks")
 POSITION_WRITE_SECONDS = 5.0
 
 
+class _DeadlinePassed(Exception):
+    """An attempt ran past its total deadline."""
+
+
 class Dispatcher:
     """Turns feed events into outbox rows and sends the due rows, on threads of its own.
 
     One thread collects and schedules; ``senders`` threads each send one delivery at a time, so
-    a target that hangs until the timeout holds up only its own deliveries.
+    a target that hangs until the timeout holds up only its own deliveries. An attempt has a total
+    deadline (``webhook_timeout_seconds``), however slowly a target trickles its answer, and one key's
+    deliveries hold at most half the senders at once, so a key whose targets are slow (or who made many
+    hooks) cannot hold up another key's.
     """
 
     def __init__(self, hooks: Webhooks, render: RenderJob, senders: int = 4) -> None:
@@ -51,6 +58,8 @@ class Dispatcher:
         self._work: queue.Queue[str | None] = queue.Queue()
         self._busy = 0
         self._busy_lock = threading.Lock()
+        self._key_of: dict[str, str | None] = {}  # the deliveries being sent, and the key each is for
+        self.per_key = max(1, senders // 2)  # senders one key's deliveries may hold at once
         self._threads: list[threading.Thread] = []
         self._last_sweep = 0.0
         self._position = 0  # the last feed event collected
@@ -206,15 +215,25 @@ class Dispatcher:
         t = now()
         lease = t + self.hooks.timeout + LEASE_MARGIN
         if idle > 0:
-            for row in self.db.all("select id, next_attempt_at from webhook_deliveries where status = ?"
+            with self._busy_lock:
+                sending = collections.Counter(self._key_of.values())
+            # the oldest due first, but no key past its share of the senders: another key's come next
+            for row in self.db.all("select id, key_id, next_attempt_at from webhook_deliveries where status = ?"
                                    " and next_attempt_at <= ? order by next_attempt_at limit ?",
-                                   DeliveryStatus.PENDING, t, idle):
+                                   DeliveryStatus.PENDING, t, idle * 8):
+                if idle == 0:
+                    break
+                if sending[row["key_id"]] >= self.per_key:
+                    continue
                 # the lease: another server on this data dir (or this one after a crash) waits for it to pass
                 if self.db.execute("update webhook_deliveries set next_attempt_at = ? where id = ? and status = ?"
                                    " and next_attempt_at = ?", lease, row["id"], DeliveryStatus.PENDING,
                                    row["next_attempt_at"]):
                     with self._busy_lock:
                         self._busy += 1
+                        self._key_of[row["id"]] = row["key_id"]
+                    sending[row["key_id"]] += 1
+                    idle -= 1
                     self._work.put(row["id"])
         next_due = self.db.one("select min(next_attempt_at) as due from webhook_deliveries where status = ?",
                                DeliveryStatus.PENDING)
@@ -241,6 +260,7 @@ class Dispatcher:
             finally:
                 with self._busy_lock:
                     self._busy -= 1
+                    self._key_of.pop(delivery_id, None)
                 self._reschedule.set()
                 self._wake.set()
 
@@ -268,7 +288,7 @@ class Dispatcher:
         except TargetRefused as exc:
             self._retry(row, None, f"refused: {exc}")
             return
-        except httpx.TimeoutException:
+        except (httpx.TimeoutException, _DeadlinePassed):
             self._retry(row, None, f"no answer within {self.hooks.timeout:g} s")
             return
         except httpx.HTTPError as exc:
@@ -301,8 +321,27 @@ class Dispatcher:
         # trust_env=False: a proxy from the environment would reach the target by a path not checked here
         with httpx.Client(timeout=self.hooks.timeout, follow_redirects=False, trust_env=False,
                           verify=self._tls) as client:
-            response = client.post(target.copy_with(host=address), content=body, headers=headers,
-                                   extensions=extensions)
+            # httpx's timeouts are per read: a target sending a byte a second would never trip them. At
+            # the deadline the client is closed under the request, which then fails
+            passed = threading.Event()
+
+            def cut() -> None:
+                passed.set()
+                client.close()
+
+            timer = threading.Timer(self.hooks.timeout, cut)
+            timer.start()
+            try:
+                response = client.post(target.copy_with(host=address), content=body, headers=headers,
+                                       extensions=extensions)
+            except Exception as exc:
+                if passed.is_set():
+                    raise _DeadlinePassed() from exc
+                raise
+            finally:
+                timer.cancel()
+        if passed.is_set():
+            raise _DeadlinePassed()
         return response.status_code
 
     def _finish(self, delivery_id: str, status: DeliveryStatus, http_status: int | None, error: str | None,

@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from localapi.core.db import Database, new_id, now
-from localapi.core.errors import InvalidParams, NotFound
+from localapi.core.errors import Conflict, InvalidParams, NotFound
 from localapi.core.jobs.events import EventFeed
 from localapi.core.jobs.records import Job
 from localapi.core.webhooks.targets import TargetPolicy, TargetRefused
@@ -35,6 +35,9 @@ LEASE_MARGIN = 30.0  # seconds past the timeout before another sender may take a
 KEEP_FINISHED = 7 * 86400.0  # delivered and abandoned rows are kept this long, for inquiries
 
 RenderJob = Callable[[Job | Workflow], dict[str, Any]]  # a job or a workflow as the API shows it
+
+
+MAX_HOOKS_PER_KEY = 20
 
 
 class DeliveryStatus(StrEnum):
@@ -101,6 +104,10 @@ class Webhooks:
     def create(self, key_id: str, url: str, events: Sequence[str]) -> tuple[Webhook, str]:
         """A hook for ``key_id``'s jobs; the secret is returned here and never again."""
         self.check_url(url)
+        held = self.db.one("select count(*) from webhooks where key_id = ?", key_id)[0]
+        if held >= MAX_HOOKS_PER_KEY:  # each job's every event goes to each hook: hooks multiply deliveries
+            raise Conflict(f"This key has {held} webhooks, as many as a key may have; delete one first.",
+                           code="too_many_webhooks")
         chosen = tuple(e for e in EVENTS if e in set(events))
         if not chosen or len(chosen) != len(set(events)):
             raise InvalidParams("Unknown webhook event.", errors={"events": [f"each one of {', '.join(EVENTS)}"]})
