@@ -12,10 +12,11 @@ from localapi.http.schemas import JobSecretOut, WebhookCreate, WebhookCreatedOut
 router = APIRouter(prefix="/webhooks", tags=["webhooks"])
 
 
-@router.post("", status_code=201, response_model=WebhookCreatedOut, responses=problems(400, 401, 422, 429))
+@router.post("", status_code=201, response_model=WebhookCreatedOut, responses=problems(400, 401, 409, 422, 429))
 def create_webhook(body: WebhookCreate, service: ServiceDep, key: KeyDep) -> WebhookCreatedOut:
     """Send this key's job events to ``url``. The ``secret`` that signs them is in this answer only.
-    The URL must be on this computer unless the ``webhook_allowed_hosts`` setting lists its host."""
+    The URL must be on this computer unless the ``webhook_allowed_hosts`` setting lists its host. A key
+    may have 20 hooks (409 ``too_many_webhooks``)."""
     hook, secret = service.webhooks.create(key.id, body.url, body.events)
     return WebhookCreatedOut.model_validate({**dataclasses.asdict(hook), "secret": secret})
 
