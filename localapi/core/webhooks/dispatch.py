@@ -217,24 +217,29 @@ class Dispatcher:
         if idle > 0:
             with self._busy_lock:
                 sending = collections.Counter(self._key_of.values())
-            # the oldest due first, but no key past its share of the senders: another key's come next
-            for row in self.db.all("select id, key_id, next_attempt_at from webhook_deliveries where status = ?"
-                                   " and next_attempt_at <= ? order by next_attempt_at limit ?",
-                                   DeliveryStatus.PENDING, t, idle * 8):
-                if idle == 0:
+            # the oldest due first, but no key past its share of the senders: the keys at their share are
+            # left out of the read, so a key with a long backlog does not hide another key's deliveries
+            for _ in range(idle + 1):
+                capped = sorted(k for k, n in sending.items() if n >= self.per_key and k is not None)
+                others = f" and key_id not in ({', '.join('?' * len(capped))})" if capped else ""
+                rows = self.db.all("select id, key_id, next_attempt_at from webhook_deliveries where status = ?"
+                                   f" and next_attempt_at <= ?{others} order by next_attempt_at limit ?",
+                                   DeliveryStatus.PENDING, t, *capped, idle)
+                for row in rows:
+                    if idle == 0 or sending[row["key_id"]] >= self.per_key:
+                        continue
+                    # the lease: another server on this data dir (or this one after a crash) waits for it
+                    if self.db.execute("update webhook_deliveries set next_attempt_at = ? where id = ?"
+                                       " and status = ? and next_attempt_at = ?", lease, row["id"],
+                                       DeliveryStatus.PENDING, row["next_attempt_at"]):
+                        with self._busy_lock:
+                            self._busy += 1
+                            self._key_of[row["id"]] = row["key_id"]
+                        sending[row["key_id"]] += 1
+                        idle -= 1
+                        self._work.put(row["id"])
+                if idle == 0 or len(rows) == 0:
                     break
-                if sending[row["key_id"]] >= self.per_key:
-                    continue
-                # the lease: another server on this data dir (or this one after a crash) waits for it to pass
-                if self.db.execute("update webhook_deliveries set next_attempt_at = ? where id = ? and status = ?"
-                                   " and next_attempt_at = ?", lease, row["id"], DeliveryStatus.PENDING,
-                                   row["next_attempt_at"]):
-                    with self._busy_lock:
-                        self._busy += 1
-                        self._key_of[row["id"]] = row["key_id"]
-                    sending[row["key_id"]] += 1
-                    idle -= 1
-                    self._work.put(row["id"])
         next_due = self.db.one("select min(next_attempt_at) as due from webhook_deliveries where status = ?",
                                DeliveryStatus.PENDING)
         due = next_due["due"] if next_due is not None else None
