@@ -207,15 +207,9 @@ class Server:
                 self.process.terminate()
             self.process.wait(timeout=30)
 
-    def restart(self, kill: bool = False) -> None:
-        """Stop this server (SIGTERM, or SIGKILL with ``kill``) and start it again in place: the same data
-        dir, port, log and options, so that a module's tests share one server even where one of them
-        stops it."""
-        self.stop(kill=kill)
-        self.start_again()
-
     def start_again(self) -> None:
-        """Start this stopped server again, as :meth:`restart` does."""
+        """Start this stopped server again in place: the same data dir, port, log and options, so that a
+        module's tests share one server even where one of them stops it (with :meth:`stop`)."""
         assert self.process.poll() is not None, "the server is still running"
         again = start_server(self.data_dir, self.log_path, *self.extra_args, port=self.port,
                              warm_children=self.warm_children)
